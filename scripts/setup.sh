@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test this project:
+# LLVM/MLIR 19 (llvm-19-dev, llvm-19-tools for FileCheck, mlir-19-tools,
+# libmlir-19 with the C++ runtime, libmlir-19-dev for its header) and `lit`.
+# Does nothing when everything is present, so `make` can call it every time.
+set -euo pipefail
+
+LLVM_PREFIX=/usr/lib/llvm-19
+APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev)
+
+# One file per package that proves it is installed.
+declare -A PROBE=(
+  [llvm-19-dev]="$LLVM_PREFIX/lib/libLLVM.so"
+  [llvm-19-tools]="$LLVM_PREFIX/bin/FileCheck"
+  [mlir-19-tools]="$LLVM_PREFIX/bin/mlir-cpu-runner"
+  [libmlir-19]="$LLVM_PREFIX/lib/libmlir_async_runtime.so"
+  [libmlir-19-dev]="$LLVM_PREFIX/include/mlir/ExecutionEngine/AsyncRuntime.h"
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  [ -e "${PROBE[$pkg]}" ] || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v lit >/dev/null 2>&1 && ! python3 -c 'import lit' >/dev/null 2>&1; then
+  echo "setup: installing lit from PyPI" >&2
+  python3 -m pip install --quiet lit
+fi
+
+for pkg in "${APT_PACKAGES[@]}"; do
+  if [ ! -e "${PROBE[$pkg]}" ]; then
+    echo "setup: $pkg is installed but ${PROBE[$pkg]} is missing" >&2
+    exit 1
+  fi
+done
