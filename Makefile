@@ -1,0 +1,37 @@
+# Entry points. `make test` is what CI runs (.ci/run); `make run` is the
+# README's main command. Targets owned by one part of the project live in
+# mk/*.mk and are included below.
+
+LLVM_PREFIX ?= /usr/lib/llvm-19
+LLVM_BIN    := $(LLVM_PREFIX)/bin
+CXX_RUNTIME := $(LLVM_PREFIX)/lib/libmlir_async_runtime.so
+RUNTIME_SO  := $(CURDIR)/target/release/libmlir_async_runtime.so
+HARNESS     := $(CURDIR)/target/release/jit-harness
+CARGO       ?= cargo
+LIT         ?= lit
+export PATH := $(PATH):$(HOME)/.local/bin
+
+.PHONY: all setup build test test-rust lit lit-cxx
+all: build
+
+# Installs LLVM/MLIR 19 and lit when missing; does nothing otherwise.
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+
+test: build test-rust lit
+
+test-rust: setup
+	$(CARGO) test --release --workspace
+
+# The corpus against our runtime (the default of the lit parameter).
+lit: build
+	$(LIT) -sv mlir-tests --param runtime=$(RUNTIME_SO)
+
+# The same corpus against the C++ runtime of MLIR 19.
+lit-cxx: setup
+	$(LIT) -sv mlir-tests --param runtime=$(CXX_RUNTIME)
+
+-include mk/*.mk
