@@ -1,0 +1,79 @@
+# -*- Python -*-
+"""lit configuration for the async MLIR corpus.
+
+Run:   lit -sv mlir-tests                                   (our Rust runtime)
+       lit -sv mlir-tests --param runtime=/usr/lib/llvm-19/lib/libmlir_async_runtime.so
+Params:
+  runtime=PATH        runtime library under test; default
+                      <repo>/target/release/libmlir_async_runtime.so (computed
+                      relative to this file)
+  runtime_kind=cxx|rust  override the detection below
+  llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19)
+
+Features: `cxx-runtime` when the runtime path lies under the LLVM prefix (or
+runtime_kind=cxx), otherwise `rust-runtime`. Tests the C++ runtime is known to
+fail say `// XFAIL: cxx-runtime` with the reason; tests of behaviour only ours
+has (MLIR_ASYNC_RUNTIME_WORKERS) say `// REQUIRES: rust-runtime`.
+
+Substitutions (defined once, in lib/corpus.py, which the lowering script
+shares): %mlir_opt %mlir_translate %mlir_cpu_runner FileCheck not
+%mlir_c_runner_utils %mlir_runner_utils %mlir_async_runtime %cxx_runtime
+%async_passes   the pass list of MLIR's async integration tests (no wrapper)
+%async_to_llvm  -pass-pipeline="builtin.module(%async_passes)"
+%async_func_to_llvm   same, with async-func-to-async-runtime first (async.func)
+%async_policy_passes  %async_passes with policy-based ref counting
+%run_async      mlir-cpu-runner -e main -entry-point-result=void -O0
+                -shared-libs=<c runner utils>,<runner utils>,<runtime>
+%corpus_py %python
+
+Corpus convention (what scripts/lower-corpus.sh / `make corpus` rely on):
+every RUN line of every *.mlir file here has exactly three stages
+    %mlir_opt %s <pipeline> | [env VAR=VAL ...] <runner> | FileCheck %s [--check-prefix=P]
+Stage 1 is the lowering (mlir-opt only, reading %s); stage 2 the runner, whose
+`-e` / `-entry-point-result=` and env prefix go to the manifest; stage 3 the
+check. `make corpus` lowers each RUN line to target/corpus/<id>.ll (id = file
+stem, or stem.N for the N-th RUN line of a file with several) and writes
+target/corpus/manifest.tsv with columns
+    name ll check_file check_prefix entry entry_result env requires xfail source
+('-' = empty). Parsing lives in lib/corpus.py; *.test files are not corpus
+programs (they check the corpus itself: ABI coverage and exports).
+"""
+import os
+import sys
+
+import lit.formats
+
+config.name = 'mlir-async-corpus'
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = ['.mlir', '.test']
+config.excludes = ['lib', 'Inputs', 'lit.cfg.py']
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+config.test_exec_root = os.path.join(os.path.dirname(config.test_source_root),
+                                     'target', 'lit-mlir-tests')
+
+sys.path.insert(0, os.path.join(config.test_source_root, 'lib'))
+import corpus  # noqa: E402
+
+llvm_prefix = os.path.abspath(lit_config.params.get('llvm_prefix',
+                                                    corpus.DEFAULT_LLVM_PREFIX))
+runtime = os.path.abspath(lit_config.params.get('runtime', corpus.DEFAULT_RUNTIME))
+kind = lit_config.params.get('runtime_kind')
+if kind is None:
+    kind = 'cxx' if runtime.startswith(llvm_prefix + os.sep) else 'rust'
+if kind not in ('cxx', 'rust'):
+    lit_config.fatal('runtime_kind must be cxx or rust, not %r' % kind)
+if not os.path.exists(runtime):
+    lit_config.fatal('runtime library under test not found: %s '
+                     '(build it, or pass --param runtime=PATH)' % runtime)
+config.available_features.add(kind + '-runtime')
+lit_config.note('async runtime under test: %s (%s-runtime)' % (runtime, kind))
+
+for k, v in corpus.substitutions(llvm_prefix, runtime):
+    config.substitutions.append((k, v))
+config.substitutions.append(('%python', sys.executable))
+
+# FileCheck / not / count resolve through PATH: put LLVM 19 first.
+config.environment['PATH'] = os.pathsep.join(
+    [os.path.join(llvm_prefix, 'bin'), config.environment.get('PATH', '')])
+# Never inherit a worker count from the caller: tests set it explicitly.
+config.environment.pop('MLIR_ASYNC_RUNTIME_WORKERS', None)
