@@ -1,0 +1,295 @@
+//! The exported C ABI: thin adapters from raw pointers to the safe(r)
+//! Rust in the other modules. Names and signatures are MLIR 19's
+//! (`mlir/ExecutionEngine/AsyncRuntime.h`), plus the runners' init/destroy
+//! hooks and our own introspection functions (`rust_mlir_async_runtime_*`).
+//!
+//! Nothing unwinds out of these functions: the release profile aborts on
+//! panic, and every misuse aborts with one line naming the call.
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use crate::completion::Outcome;
+use crate::group::Group;
+use crate::object::Header;
+use crate::scheduler::{self, Task};
+use crate::stats::{self, RuntimeStats};
+use crate::thread_id;
+use crate::token::Token;
+use crate::value::Value;
+
+type Resume = Option<unsafe extern "C" fn(*mut c_void)>;
+
+// ---- reference counting ---------------------------------------------------
+
+/// # Safety
+/// `obj` is a live token, value or group on which the caller holds a
+/// reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAddRef(obj: *mut c_void, count: i64) {
+    const CALL: &str = "mlirAsyncRuntimeAddRef";
+    let header = obj.cast::<Header>();
+    // SAFETY: the caller's reference keeps the object alive; the kind check
+    // rejects null and foreign pointers.
+    unsafe {
+        Header::kind_of(header, CALL);
+        (*header).add_ref(count, CALL);
+    }
+}
+
+/// # Safety
+/// `obj` is a live object on which the caller holds `count` references; it
+/// must not be used after they are dropped.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeDropRef(obj: *mut c_void, count: i64) {
+    const CALL: &str = "mlirAsyncRuntimeDropRef";
+    let header = obj.cast::<Header>();
+    // SAFETY: as above; `drop_ref` is the caller's last use.
+    unsafe {
+        Header::kind_of(header, CALL);
+        Header::drop_ref(header, count, CALL);
+    }
+}
+
+// ---- creation -----------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimeCreateToken() -> *mut Token {
+    Token::create().as_ptr()
+}
+
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimeCreateValue(size: i64) -> *mut Value {
+    Value::create(size, "mlirAsyncRuntimeCreateValue").as_ptr()
+}
+
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimeCreateGroup(size: i64) -> *mut Group {
+    Group::create(size, "mlirAsyncRuntimeCreateGroup").as_ptr()
+}
+
+/// # Safety
+/// `token` and `group` are live objects on which the caller holds references.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAddTokenToGroup(token: *mut Token, group: *mut Group) -> i64 {
+    const CALL: &str = "mlirAsyncRuntimeAddTokenToGroup";
+    // SAFETY: checked pointers, kept alive by the caller's references.
+    let (token, group) = unsafe { (Token::from_abi(token, CALL), Group::from_abi(group, CALL)) };
+    group.add_token(token, CALL)
+}
+
+// ---- completion ---------------------------------------------------------
+
+/// # Safety
+/// `token` is a live, pending token; the call releases the producer's
+/// reference, so the caller must not use it afterwards unless it holds
+/// another.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceToken(token: *mut Token) {
+    const CALL: &str = "mlirAsyncRuntimeEmplaceToken";
+    // SAFETY: checked, then completed; no use afterwards.
+    unsafe {
+        Token::from_abi(token, CALL);
+        Token::complete(token, Outcome::Available, CALL);
+    }
+}
+
+/// # Safety
+/// As `mlirAsyncRuntimeEmplaceToken`.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeSetTokenError(token: *mut Token) {
+    const CALL: &str = "mlirAsyncRuntimeSetTokenError";
+    // SAFETY: as above.
+    unsafe {
+        Token::from_abi(token, CALL);
+        Token::complete(token, Outcome::Error, CALL);
+    }
+}
+
+/// # Safety
+/// As `mlirAsyncRuntimeEmplaceToken`, for a value.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceValue(value: *mut Value) {
+    const CALL: &str = "mlirAsyncRuntimeEmplaceValue";
+    // SAFETY: as above.
+    unsafe {
+        Value::from_abi(value, CALL);
+        Value::complete(value, Outcome::Available, CALL);
+    }
+}
+
+/// # Safety
+/// As `mlirAsyncRuntimeEmplaceToken`, for a value.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeSetValueError(value: *mut Value) {
+    const CALL: &str = "mlirAsyncRuntimeSetValueError";
+    // SAFETY: as above.
+    unsafe {
+        Value::from_abi(value, CALL);
+        Value::complete(value, Outcome::Error, CALL);
+    }
+}
+
+// ---- queries --------------------------------------------------------------
+
+/// # Safety
+/// `token` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeIsTokenError(token: *mut Token) -> bool {
+    // SAFETY: checked pointer, kept alive by the caller.
+    let token = unsafe { Token::from_abi(token, "mlirAsyncRuntimeIsTokenError") };
+    token.completion().state() == Some(Outcome::Error)
+}
+
+/// # Safety
+/// `value` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeIsValueError(value: *mut Value) -> bool {
+    // SAFETY: as above.
+    let value = unsafe { Value::from_abi(value, "mlirAsyncRuntimeIsValueError") };
+    value.completion().state() == Some(Outcome::Error)
+}
+
+/// # Safety
+/// `group` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeIsGroupError(group: *mut Group) -> bool {
+    // SAFETY: as above.
+    unsafe { Group::from_abi(group, "mlirAsyncRuntimeIsGroupError") }.is_error()
+}
+
+/// # Safety
+/// `value` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeGetValueStorage(value: *mut Value) -> *mut u8 {
+    // SAFETY: as above.
+    unsafe { Value::from_abi(value, "mlirAsyncRuntimeGetValueStorage") }.storage()
+}
+
+// ---- blocking waits -------------------------------------------------------
+
+/// # Safety
+/// `token` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitToken(token: *mut Token) {
+    // SAFETY: as above.
+    unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitToken") }.completion().wait();
+}
+
+/// # Safety
+/// `value` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValue(value: *mut Value) {
+    // SAFETY: as above.
+    unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValue") }.completion().wait();
+}
+
+/// # Safety
+/// `group` is live, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroup(group: *mut Group) {
+    // SAFETY: as above.
+    unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroup") }.completion().wait();
+}
+
+// ---- running tasks --------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimeExecute(handle: *mut c_void, resume: Resume) {
+    scheduler::spawn(Task::new(handle, resume, "mlirAsyncRuntimeExecute"));
+}
+
+/// # Safety
+/// `token` is live, and the caller holds a reference until `resume` runs.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitTokenAndExecute(
+    token: *mut Token,
+    handle: *mut c_void,
+    resume: Resume,
+) {
+    const CALL: &str = "mlirAsyncRuntimeAwaitTokenAndExecute";
+    // SAFETY: as above.
+    let token = unsafe { Token::from_abi(token, CALL) };
+    token.completion().resume_when_complete(Task::new(handle, resume, CALL));
+}
+
+/// # Safety
+/// `value` is live, and the caller holds a reference until `resume` runs.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValueAndExecute(
+    value: *mut Value,
+    handle: *mut c_void,
+    resume: Resume,
+) {
+    const CALL: &str = "mlirAsyncRuntimeAwaitValueAndExecute";
+    // SAFETY: as above.
+    let value = unsafe { Value::from_abi(value, CALL) };
+    value.completion().resume_when_complete(Task::new(handle, resume, CALL));
+}
+
+/// # Safety
+/// `group` is live, and the caller holds a reference until `resume` runs.
+#[no_mangle]
+pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroupAndExecute(
+    group: *mut Group,
+    handle: *mut c_void,
+    resume: Resume,
+) {
+    const CALL: &str = "mlirAsyncRuntimeAwaitAllInGroupAndExecute";
+    // SAFETY: as above.
+    let group = unsafe { Group::from_abi(group, CALL) };
+    group.completion().resume_when_complete(Task::new(handle, resume, CALL));
+}
+
+/// The real upstream name has no `e` after `Runtim`.
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimGetNumWorkerThreads() -> i64 {
+    scheduler::num_workers() as i64
+}
+
+#[no_mangle]
+pub extern "C" fn mlirAsyncRuntimePrintCurrentThreadId() {
+    thread_id::print_current_thread_id();
+}
+
+// ---- runner hooks ---------------------------------------------------------
+//
+// `init` receives a C++ `llvm::StringMap<void *>&` that the C++ runtime
+// fills with its symbols. We leave it untouched: the runners still resolve
+// every symbol by name in the loaded library.
+
+#[no_mangle]
+pub extern "C" fn __mlir_execution_engine_init(_export_symbols: *mut c_void) {}
+
+#[no_mangle]
+pub extern "C" fn __mlir_execution_engine_destroy() {
+    scheduler::destroy();
+}
+
+/// MLIR 14-16's name for the init hook.
+#[no_mangle]
+pub extern "C" fn __mlir_runner_init(_export_symbols: *mut c_void) {}
+
+/// MLIR 14-16's name for the destroy hook.
+#[no_mangle]
+pub extern "C" fn __mlir_runner_destroy() {
+    scheduler::destroy();
+}
+
+// ---- introspection (ours; see docs/introspection-abi.md) --------------------
+
+/// # Safety
+/// `out` is null (ignored) or points to writable `RuntimeStats`.
+#[no_mangle]
+pub unsafe extern "C" fn rust_mlir_async_runtime_stats(out: *mut RuntimeStats) {
+    if out.is_null() {
+        crate::misuse::abort_misuse("rust_mlir_async_runtime_stats", "null output pointer");
+    }
+    // SAFETY: non-null, and the caller promises it is writable.
+    unsafe { out.write(stats::snapshot()) };
+}
+
+#[no_mangle]
+pub extern "C" fn rust_mlir_async_runtime_wait_idle(timeout_ms: u64) -> bool {
+    scheduler::wait_idle(Some(Duration::from_millis(timeout_ms)))
+}

@@ -1,0 +1,174 @@
+//! `!async.group`: completes once all of its `size` tokens have completed.
+//!
+//! Race freedom (the upstream bug): `AddTokenToGroup`, the token's
+//! completion and awaiting the group may run on different threads in any
+//! order. Each token is counted exactly once, by whichever side sees it
+//! complete: the adder, if the token already completed, or the token's
+//! waiter list otherwise (the waiter push and the completion's swap decide
+//! atomically which). The count is one atomic decrement; the thread that
+//! takes it to zero completes the group's own completion, which wakes its
+//! awaiters. Nothing here takes a lock.
+
+use std::ptr::NonNull;
+
+use crate::completion::{Action, Completion, Outcome, Waiter};
+use crate::misuse::abort_misuse;
+use crate::object::{Header, Kind};
+use crate::stats;
+use crate::sync::{AtomicI64, Ordering};
+use crate::token::Token;
+
+#[repr(C)]
+pub struct Group {
+    header: Header,
+    completion: Completion,
+    size: i64,
+    /// Rank of the next token added.
+    next_rank: AtomicI64,
+    /// Tokens not yet completed, counting those not yet added.
+    pending: AtomicI64,
+    /// Tokens that completed in error.
+    errors: AtomicI64,
+}
+
+const NOTIFY_CALL: &str = "token completion notifying its group";
+
+impl Group {
+    /// A group that will receive exactly `size` tokens, with one reference.
+    /// A group of size zero is complete from the start.
+    pub fn create(size: i64, call: &str) -> NonNull<Group> {
+        if size < 0 {
+            abort_misuse(call, "negative group size");
+        }
+        let completion = if size == 0 {
+            Completion::completed(Outcome::Available)
+        } else {
+            Completion::pending()
+        };
+        stats::object_created(Kind::Group);
+        let group = Box::new(Group {
+            header: Header::new(Kind::Group, 1),
+            completion,
+            size,
+            next_rank: AtomicI64::new(0),
+            pending: AtomicI64::new(size),
+            errors: AtomicI64::new(0),
+        });
+        NonNull::from(Box::leak(group))
+    }
+
+    /// Checks and borrows the group behind an ABI pointer.
+    ///
+    /// # Safety
+    /// As `Token::from_abi`.
+    pub unsafe fn from_abi<'a>(ptr: *mut Group, call: &str) -> &'a Group {
+        // SAFETY: forwarded contract.
+        unsafe { Header::expect_kind(ptr.cast(), Kind::Group, call) };
+        // SAFETY: checked to be a live group.
+        unsafe { &*ptr }
+    }
+
+    pub fn completion(&self) -> &Completion {
+        &self.completion
+    }
+
+    pub fn ref_count(&self) -> i64 {
+        self.header.ref_count()
+    }
+
+    /// True if any token added so far completed in error.
+    pub fn is_error(&self) -> bool {
+        // Acquire: pairs with the Release decrement of `pending`, so after
+        // an await every error increment is visible.
+        self.errors.load(Ordering::Acquire) > 0
+    }
+
+    /// Adds `token` and returns its rank (0, 1, 2, … in call order).
+    ///
+    /// The group stays alive until the token has been counted, even if the
+    /// caller drops its reference first: the waiter holds one of its own.
+    pub fn add_token(&self, token: &Token, call: &str) -> i64 {
+        // Relaxed: ranks only need to be unique; the counting below is
+        // ordered by `pending`.
+        let rank = self.next_rank.fetch_add(1, Ordering::Relaxed);
+        if rank >= self.size {
+            abort_misuse(
+                call,
+                &format!("more tokens added to a group than its size {}", self.size),
+            );
+        }
+        let this: *const Group = self;
+        if let Some(outcome) = token.completion().state() {
+            // SAFETY: the caller holds a reference to the group.
+            unsafe { Group::token_completed(this, outcome) };
+            return rank;
+        }
+        self.header.add_ref(1, call);
+        let node = Box::into_raw(Box::new(Waiter::new(Action::NotifyGroup(this))));
+        // SAFETY: a fresh heap node, owned by the token's list once linked.
+        if let Err(outcome) = unsafe { token.completion().add_waiter(node) } {
+            // The token completed in between: count it here.
+            // SAFETY: not linked, so still ours.
+            drop(unsafe { Box::from_raw(node) });
+            // SAFETY: we hold the caller's reference and the one just added.
+            unsafe {
+                Group::token_completed(this, outcome);
+                Header::drop_ref(this.cast(), 1, call);
+            }
+        }
+        rank
+    }
+
+    /// Counts one completed token and completes the group after the last.
+    ///
+    /// # Safety
+    /// The caller holds a reference to the group for the whole call.
+    unsafe fn token_completed(this: *const Group, outcome: Outcome) {
+        // SAFETY: live, per the contract.
+        let group = unsafe { &*this };
+        if outcome.is_error() {
+            // Relaxed: published by the Release of the decrement below.
+            group.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        // AcqRel: Release publishes our error increment; Acquire lets the
+        // last decrementer see every other token's increment.
+        let prev = group.pending.fetch_sub(1, Ordering::AcqRel);
+        if prev <= 0 {
+            abort_misuse(NOTIFY_CALL, "group counted more tokens than its size");
+        }
+        if prev == 1 {
+            let outcome = if group.errors.load(Ordering::Relaxed) > 0 {
+                Outcome::Error
+            } else {
+                Outcome::Available
+            };
+            if group.completion.complete(outcome).is_err() {
+                abort_misuse(NOTIFY_CALL, "group completed twice");
+            }
+        }
+    }
+
+    /// The `NotifyGroup` waiter's action: count the token, then release the
+    /// waiter's reference to the group.
+    ///
+    /// # Safety
+    /// `this` is a group on which the waiter holds one reference.
+    pub(crate) unsafe fn notify_token_completed(this: *const Group, outcome: Outcome) {
+        // SAFETY: the waiter's reference keeps the group alive until the
+        // `drop_ref`, after which we never touch it.
+        unsafe {
+            Group::token_completed(this, outcome);
+            Header::drop_ref(this.cast(), 1, NOTIFY_CALL);
+        }
+    }
+
+    /// # Safety
+    /// Called by `object::destroy` once, with no reference left.
+    pub(crate) unsafe fn free(this: *mut Group, call: &str) {
+        // SAFETY: we own the group, allocated by `create`.
+        let group = unsafe { Box::from_raw(this) };
+        group.completion.check_no_waiters(call, "group");
+        drop(group);
+        stats::object_freed(Kind::Group);
+    }
+}

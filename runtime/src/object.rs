@@ -1,0 +1,161 @@
+//! The header every runtime object starts with, and reference counting.
+//!
+//! `mlirAsyncRuntimeAddRef`/`DropRef` receive an untyped pointer, so every
+//! token, value and group is `#[repr(C)]` with a [`Header`] first: its kind
+//! tag tells which type to free when the count reaches zero, and lets every
+//! call check that it was given the kind of object it expects.
+
+use crate::misuse::abort_misuse;
+use crate::sync::{fence, AtomicI64, AtomicU32, Ordering};
+
+/// The three kinds of reference-counted objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Token,
+    Value,
+    Group,
+}
+
+impl Kind {
+    // Tags are unlikely bit patterns, so a wild or freed pointer is caught
+    // with high probability instead of being misread as an object.
+    const fn tag(self) -> u32 {
+        match self {
+            Kind::Token => 0x7e4a_0001,
+            Kind::Value => 0x7e4a_0002,
+            Kind::Group => 0x7e4a_0003,
+        }
+    }
+
+    fn from_tag(tag: u32) -> Option<Kind> {
+        [Kind::Token, Kind::Value, Kind::Group]
+            .into_iter()
+            .find(|kind| kind.tag() == tag)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Token => "token",
+            Kind::Value => "value",
+            Kind::Group => "group",
+        }
+    }
+}
+
+/// Written over the tag just before an object's memory is released.
+const DEAD_TAG: u32 = 0xdead_0bec;
+
+#[repr(C)]
+pub struct Header {
+    tag: AtomicU32,
+    refs: AtomicI64,
+}
+
+impl Header {
+    pub(crate) fn new(kind: Kind, refs: i64) -> Header {
+        Header {
+            tag: AtomicU32::new(kind.tag()),
+            refs: AtomicI64::new(refs),
+        }
+    }
+
+    /// The kind of the object at `ptr`, aborting on a null or unrecognised
+    /// pointer.
+    ///
+    /// # Safety
+    /// `ptr` is null or points to readable memory of at least a header.
+    pub(crate) unsafe fn kind_of(ptr: *const Header, call: &str) -> Kind {
+        if ptr.is_null() {
+            abort_misuse(call, "null object");
+        }
+        // SAFETY: non-null, and the caller promises it points to a header.
+        // Relaxed: the tag is written once before the object is published
+        // (publication itself synchronises) and only changes at free time.
+        let tag = unsafe { (*ptr).tag.load(Ordering::Relaxed) };
+        match Kind::from_tag(tag) {
+            Some(kind) => kind,
+            None if tag == DEAD_TAG => abort_misuse(call, "object used after it was freed"),
+            None => abort_misuse(call, "not a runtime object (bad pointer)"),
+        }
+    }
+
+    /// Checks that `ptr` is a live object of `kind`.
+    ///
+    /// # Safety
+    /// As for [`Header::kind_of`].
+    pub(crate) unsafe fn expect_kind(ptr: *const Header, kind: Kind, call: &str) {
+        // SAFETY: forwarded contract.
+        let found = unsafe { Header::kind_of(ptr, call) };
+        if found != kind {
+            abort_misuse(
+                call,
+                &format!("expected a {}, got a {}", kind.name(), found.name()),
+            );
+        }
+    }
+
+    pub(crate) fn ref_count(&self) -> i64 {
+        // Relaxed: a diagnostic snapshot only.
+        self.refs.load(Ordering::Relaxed)
+    }
+
+    /// Adds `count` references.
+    pub(crate) fn add_ref(&self, count: i64, call: &str) {
+        if count < 0 {
+            abort_misuse(call, "negative reference count increment");
+        }
+        // Relaxed, as in `Arc::clone`: a new reference is made from one the
+        // caller already holds, so no other memory needs ordering here.
+        let prev = self.refs.fetch_add(count, Ordering::Relaxed);
+        if prev <= 0 {
+            abort_misuse(call, "reference added to an object whose count is zero");
+        }
+    }
+
+    /// Drops `count` references and frees the object when none is left.
+    ///
+    /// # Safety
+    /// `this` is a live object. The caller must not touch the object after
+    /// this call: it may have been freed (by this call or, once our
+    /// references are gone, by any other thread).
+    pub(crate) unsafe fn drop_ref(this: *const Header, count: i64, call: &str) {
+        if count < 0 {
+            abort_misuse(call, "negative reference count decrement");
+        }
+        // SAFETY: the caller holds `count` references, so the object is live.
+        let header = unsafe { &*this };
+        // Release: everything this thread did with the object happens before
+        // whoever frees it (the `Acquire` fence below), as in `Arc::drop`.
+        let prev = header.refs.fetch_sub(count, Ordering::Release);
+        if prev < count {
+            abort_misuse(call, "reference count dropped below zero");
+        }
+        if prev != count {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: the count reached zero: no other reference exists, and
+        // this thread owns the object.
+        unsafe { destroy(this, call) };
+    }
+}
+
+/// Frees an object whose count reached zero.
+///
+/// # Safety
+/// `this` is a live object with no references left.
+unsafe fn destroy(this: *const Header, call: &str) {
+    // SAFETY: live object, checked kind.
+    let kind = unsafe { Header::kind_of(this, call) };
+    // SAFETY: exclusive owner now.
+    unsafe { (*this).tag.store(DEAD_TAG, Ordering::Relaxed) };
+    // SAFETY: the kind tag says which type sits at `this`; each type starts
+    // with its header (`#[repr(C)]`).
+    unsafe {
+        match kind {
+            Kind::Token => crate::token::Token::free(this.cast_mut().cast(), call),
+            Kind::Value => crate::value::Value::free(this.cast_mut().cast(), call),
+            Kind::Group => crate::group::Group::free(this.cast_mut().cast(), call),
+        }
+    }
+}

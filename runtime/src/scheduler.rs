@@ -1,0 +1,260 @@
+//! The runtime instance: a rayon pool that runs every task, and teardown.
+//!
+//! One instance exists at a time. It is created lazily by the first call
+//! that needs it, and torn down by [`destroy`] (the runners' destroy hook),
+//! after which the next call creates a fresh one.
+//!
+//! Every task (an `Execute` call, or a continuation fired by a completion)
+//! is counted in [`IN_FLIGHT`] from the moment it is queued until its
+//! `resume` returns. Teardown waits for that count to reach zero, then drops
+//! the pool and waits until every worker thread has exited, so no worker can
+//! run JIT-compiled code after the destroy hook returns (upstream's bug: a
+//! pool that the runtime neither owned nor drained).
+//!
+//! Workers spawn onto their own local deque (`rayon::spawn` from inside the
+//! pool); other threads inject through the instance's pool handle.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+
+use crate::misuse::abort_misuse;
+use crate::stats;
+
+/// Environment variable that sets the number of worker threads.
+pub const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
+
+/// A coroutine to resume: `resume(handle)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Task {
+    handle: *mut c_void,
+    resume: unsafe extern "C" fn(*mut c_void),
+}
+
+// SAFETY: a coroutine handle may be resumed on any thread; that is the
+// contract of `mlirAsyncRuntimeExecute`.
+unsafe impl Send for Task {}
+
+impl Task {
+    /// A task from the ABI's `(handle, resume)` pair; aborts on a null
+    /// resume function.
+    pub fn new(
+        handle: *mut c_void,
+        resume: Option<unsafe extern "C" fn(*mut c_void)>,
+        call: &str,
+    ) -> Task {
+        match resume {
+            Some(resume) => Task { handle, resume },
+            None => abort_misuse(call, "null resume function"),
+        }
+    }
+
+    fn run(self) {
+        // SAFETY: the compiled code handed us a valid coroutine handle and
+        // its resume function; resuming it exactly once is the contract.
+        unsafe { (self.resume)(self.handle) }
+    }
+}
+
+thread_local! {
+    /// True on the worker threads of the current instance's pool.
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Tasks queued or running.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Threads blocked in [`wait_idle`]; a task that brings `IN_FLIGHT` to zero
+/// only takes the idle lock when this is non-zero.
+static IDLE_WAITERS: AtomicUsize = AtomicUsize::new(0);
+static IDLE_LOCK: Mutex<()> = Mutex::new(());
+static IDLE_CV: Condvar = Condvar::new();
+
+/// Counts the pool's live worker threads, so teardown can wait for them.
+struct LiveWorkers {
+    count: Mutex<usize>,
+    exited: Condvar,
+}
+
+struct Instance {
+    pool: rayon::ThreadPool,
+    live_workers: Arc<LiveWorkers>,
+}
+
+/// The singleton: holds the current instance, if any. Callers use the
+/// instance under the read lock; teardown takes the write lock.
+static RUNTIME: Lazy<RwLock<Option<Instance>>> = Lazy::new(|| RwLock::new(None));
+
+fn configured_workers() -> usize {
+    let default = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var(WORKERS_ENV) {
+        Err(_) => default,
+        Ok(text) => match text.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!(
+                    "mlir_async_runtime: ignoring {WORKERS_ENV}={text:?}: \
+                     expected a positive integer; using {default} workers"
+                );
+                default
+            }
+        },
+    }
+}
+
+impl Instance {
+    fn start() -> Instance {
+        let workers = configured_workers();
+        let live_workers = Arc::new(LiveWorkers {
+            count: Mutex::new(workers),
+            exited: Condvar::new(),
+        });
+        let on_exit = Arc::clone(&live_workers);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .thread_name(|i| format!("mlir-async-{i}"))
+            // Compiled code may nest deeply within one task; match the main
+            // thread's usual 8 MiB (reserved, not committed).
+            .stack_size(8 << 20)
+            .start_handler(|_| ON_WORKER.with(|w| w.set(true)))
+            .exit_handler(move |_| {
+                ON_WORKER.with(|w| w.set(false));
+                let mut count = on_exit.count.lock().unwrap_or_else(|e| e.into_inner());
+                *count -= 1;
+                on_exit.exited.notify_all();
+            })
+            .panic_handler(|_| abort_misuse("worker thread", "a task panicked"))
+            .build()
+            .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start pool: {e}")));
+        Instance { pool, live_workers }
+    }
+}
+
+/// Runs `f` on the current instance, created on first use.
+fn with_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
+    {
+        let guard = RUNTIME.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(instance) = guard.as_ref() {
+            return f(instance);
+        }
+    }
+    let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
+    f(slot.get_or_insert_with(Instance::start))
+}
+
+/// True on a worker thread of the pool.
+pub fn on_worker_thread() -> bool {
+    ON_WORKER.with(|w| w.get())
+}
+
+/// Queues `task` on the pool.
+pub fn spawn(task: Task) {
+    // Relaxed: the matching decrement runs after the task starts, which
+    // the pool's queue orders after this increment.
+    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    let job = move || {
+        task.run();
+        task_finished();
+    };
+    if on_worker_thread() {
+        // From inside the pool: push onto this worker's own deque.
+        rayon::spawn(job);
+    } else {
+        with_instance(|instance| instance.pool.spawn(job));
+    }
+}
+
+fn task_finished() {
+    // SeqCst here and on both counters in `wait_idle`: either the waiter
+    // sees the count at zero, or this thread sees the waiter and notifies
+    // it under the lock (no lost wake-up).
+    if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1
+        && IDLE_WAITERS.load(Ordering::SeqCst) > 0
+    {
+        let _guard = IDLE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        IDLE_CV.notify_all();
+    }
+}
+
+/// Runs one queued task on this worker, if there is one (used by blocking
+/// waits on workers, so they keep the pool moving).
+pub(crate) fn run_one_pending_task() -> bool {
+    matches!(rayon::yield_now(), Some(rayon::Yield::Executed))
+}
+
+/// Tasks queued or running now.
+pub fn tasks_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::SeqCst)
+}
+
+/// Blocks until no task is in flight or `timeout` passed; true when idle.
+/// Never creates the runtime.
+pub fn wait_idle(timeout: Option<Duration>) -> bool {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    IDLE_WAITERS.fetch_add(1, Ordering::SeqCst);
+    let mut guard = IDLE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let idle = loop {
+        if IN_FLIGHT.load(Ordering::SeqCst) == 0 {
+            break true;
+        }
+        let wait = match deadline {
+            None => Duration::from_secs(1),
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left,
+                _ => break false,
+            },
+        };
+        guard = IDLE_CV
+            .wait_timeout(guard, wait)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    };
+    drop(guard);
+    IDLE_WAITERS.fetch_sub(1, Ordering::SeqCst);
+    idle
+}
+
+/// Number of worker threads, starting the runtime if needed.
+pub fn num_workers() -> usize {
+    if on_worker_thread() {
+        // Never touch the singleton's lock from a worker: teardown holds it
+        // while it waits for the workers' tasks.
+        return rayon::current_num_threads();
+    }
+    with_instance(|instance| instance.pool.current_num_threads())
+}
+
+/// Tears the current instance down, if there is one: waits for every task
+/// queued or running, drops the pool, waits until its threads have exited,
+/// and reports objects still alive on stderr. Must not run on a worker.
+pub fn destroy() {
+    if on_worker_thread() {
+        abort_misuse("__mlir_execution_engine_destroy", "called from a worker thread");
+    }
+    // Holding the write lock keeps other threads from starting a new
+    // instance while this one drains; workers never take this lock.
+    let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
+    let Some(instance) = slot.take() else {
+        return;
+    };
+    if !wait_idle(Some(Duration::from_secs(5))) {
+        eprintln!(
+            "mlir_async_runtime: destroy: waiting for {} task(s) still in flight",
+            tasks_in_flight()
+        );
+        wait_idle(None);
+    }
+    let live_workers = Arc::clone(&instance.live_workers);
+    drop(instance.pool);
+    let mut count = live_workers.count.lock().unwrap_or_else(|e| e.into_inner());
+    while *count > 0 {
+        count = live_workers.exited.wait(count).unwrap_or_else(|e| e.into_inner());
+    }
+    drop(count);
+    drop(slot);
+    stats::report_live_objects("destroy");
+}

@@ -1,0 +1,114 @@
+//! `!async.value<T>`: a completion plus a payload of `size` bytes, in the
+//! same allocation as its header.
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+
+use crate::completion::{Completion, Outcome};
+use crate::misuse::abort_misuse;
+use crate::object::{Header, Kind};
+use crate::stats;
+
+/// Alignment of the payload: enough for any scalar, vector or memref
+/// descriptor the compiler stores (as C's `max_align_t`).
+const PAYLOAD_ALIGN: usize = 16;
+
+#[repr(C)]
+pub struct Value {
+    header: Header,
+    completion: Completion,
+    /// Payload size in bytes; the payload follows at `payload_offset()`.
+    size: usize,
+}
+
+impl Value {
+    fn layout(size: usize, call: &str) -> (Layout, usize) {
+        let payload = Layout::from_size_align(size, PAYLOAD_ALIGN)
+            .unwrap_or_else(|_| abort_misuse(call, "value storage size too large"));
+        let (layout, offset) = Layout::new::<Value>()
+            .extend(payload)
+            .unwrap_or_else(|_| abort_misuse(call, "value storage size too large"));
+        (layout.pad_to_align(), offset)
+    }
+
+    /// A pending value with two references (as a token) and `size` bytes of
+    /// zeroed storage.
+    pub fn create(size: i64, call: &str) -> NonNull<Value> {
+        let Ok(size) = usize::try_from(size) else {
+            abort_misuse(call, "negative value storage size")
+        };
+        let (layout, _) = Value::layout(size, call);
+        // SAFETY: the layout has a non-zero size (it contains the header).
+        let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<Value>();
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: freshly allocated, properly aligned for `Value`.
+        unsafe {
+            ptr.as_ptr().write(Value {
+                header: Header::new(Kind::Value, 2),
+                completion: Completion::pending(),
+                size,
+            })
+        };
+        stats::object_created(Kind::Value);
+        ptr
+    }
+
+    /// Checks and borrows the value behind an ABI pointer.
+    ///
+    /// # Safety
+    /// As `Token::from_abi`.
+    pub unsafe fn from_abi<'a>(ptr: *mut Value, call: &str) -> &'a Value {
+        // SAFETY: forwarded contract.
+        unsafe { Header::expect_kind(ptr.cast(), Kind::Value, call) };
+        // SAFETY: checked to be a live value.
+        unsafe { &*ptr }
+    }
+
+    pub fn completion(&self) -> &Completion {
+        &self.completion
+    }
+
+    pub fn ref_count(&self) -> i64 {
+        self.header.ref_count()
+    }
+
+    /// The payload's address. The producer writes it before emplacing; the
+    /// consumer reads it after awaiting (the completion orders the two).
+    pub fn storage(&self) -> *mut u8 {
+        let (_, offset) = Value::layout(self.size, "mlirAsyncRuntimeGetValueStorage");
+        // SAFETY: the payload is part of this allocation, at `offset`.
+        unsafe { (self as *const Value as *mut u8).add(offset) }
+    }
+
+    /// As `Token::complete`.
+    ///
+    /// # Safety
+    /// As `Token::complete`.
+    pub unsafe fn complete(this: *const Value, outcome: Outcome, call: &str) {
+        // SAFETY: live while we hold the producer's reference.
+        let value = unsafe { &*this };
+        if value.completion.complete(outcome).is_err() {
+            abort_misuse(call, "value completed twice");
+        }
+        // SAFETY: our last touch of the value.
+        unsafe { Header::drop_ref(this.cast(), 1, call) };
+    }
+
+    /// # Safety
+    /// Called by `object::destroy` once, with no reference left.
+    pub(crate) unsafe fn free(this: *mut Value, call: &str) {
+        // SAFETY: we own the value; it was allocated by `create`.
+        let value = unsafe { &*this };
+        value.completion.check_no_waiters(call, "value");
+        let (layout, _) = Value::layout(value.size, call);
+        // SAFETY: drop the header fields in place, then release the block
+        // with the layout it was allocated with.
+        unsafe {
+            std::ptr::drop_in_place(this);
+            alloc::dealloc(this.cast(), layout);
+        }
+        stats::object_freed(Kind::Value);
+    }
+}
