@@ -1,0 +1,567 @@
+#!/usr/bin/env python3
+"""Macro-benchmarks of the async runtime: ours against MLIR's C++ one.
+
+Each program in bench/*.mlir prints two lines: a checksum (i64) and the
+seconds it spent between two rtclock() calls (JIT compile excluded).  Its
+header carries directives read here:
+
+    // BENCH-EXPECT: <checksum>       the only accepted checksum
+    // BENCH-PIPELINE: tasks | parallel-for
+    // BENCH-OPT: -O0 | -O3           mlir-cpu-runner optimisation level
+
+For every workload the program is lowered once (into --out), then run under
+mlir-cpu-runner with the C++ runtime and with ours, alternating the two
+(the order also alternates from round to round), --runs times each.  Peak
+RSS comes from the child's rusage (os.wait4), so no extra package is needed.
+A crash, timeout, missing output or wrong checksum makes that configuration
+FAIL in the table; it is never dropped.
+
+With --harness pointing to a built jit-harness, the same LLVM IR also runs
+through it (both runtimes), so the JIT's own overhead (process wall time
+minus in-program time) can be compared with mlir-cpu-runner's.
+
+Outputs: a table on stdout, <out>/results.json (every run), <out>/ratios.svg.
+Exit status 1 if a lowering or any run with our runtime failed (C++ failures
+are only reported), 2 on usage errors.  Python 3 stdlib only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_DIR = REPO / "bench"
+
+# The pipeline of MLIR's async integration tests, plus async.func support,
+# arith-expand (async-parallel-for emits ceildiv) and cf-to-llvm.
+TASKS_PIPELINE = (
+    "builtin.module("
+    "async-func-to-async-runtime,"
+    "async-to-async-runtime,"
+    "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),"
+    "convert-async-to-llvm,"
+    "func.func(convert-linalg-to-loops,convert-scf-to-cf),"
+    "finalize-memref-to-llvm,"
+    "func.func(convert-arith-to-llvm),"
+    "convert-cf-to-llvm,"
+    "convert-func-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+PARALLEL_FOR_PIPELINE = (
+    "builtin.module("
+    "async-parallel-for,"
+    "async-to-async-runtime,"
+    "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),"
+    "convert-async-to-llvm,"
+    "func.func(convert-linalg-to-loops,convert-scf-to-cf),"
+    "arith-expand,"
+    "finalize-memref-to-llvm,"
+    "func.func(convert-arith-to-llvm),"
+    "convert-cf-to-llvm,"
+    "convert-func-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+PIPELINES = {"tasks": TASKS_PIPELINE, "parallel-for": PARALLEL_FOR_PIPELINE}
+
+# Display order; any other bench/*.mlir is appended alphabetically.
+ORDER = ["fan-out", "fib-spawn", "nested-chain", "value-pipeline",
+         "parallel-for", "blocking-awaits"]
+
+
+class Workload:
+    def __init__(self, path: Path):
+        self.path = path
+        self.name = path.stem
+        text = path.read_text()
+
+        def directive(key: str, default: str | None = None) -> str:
+            m = re.search(r"^//\s*BENCH-%s:\s*(\S+)\s*$" % key, text, re.M)
+            if m:
+                return m.group(1)
+            if default is None:
+                raise SystemExit(f"{path}: missing '// BENCH-{key}:' line")
+            return default
+
+        self.expect = int(directive("EXPECT"))
+        self.pipeline = directive("PIPELINE", "tasks")
+        if self.pipeline not in PIPELINES:
+            raise SystemExit(f"{path}: unknown BENCH-PIPELINE {self.pipeline}")
+        self.opt = directive("OPT", "-O0")
+        self.lowered: Path | None = None   # LLVM dialect, for mlir-cpu-runner
+        self.llvm_ir: Path | None = None   # LLVM IR, for jit-harness
+        self.lower_error: str | None = None
+
+
+def discover(bench_dir: Path, only: list[str] | None) -> list[Workload]:
+    files = {p.stem: p for p in sorted(bench_dir.glob("*.mlir"))}
+    names = [n for n in ORDER if n in files] + sorted(set(files) - set(ORDER))
+    if only:
+        unknown = [n for n in only if n not in files]
+        if unknown:
+            raise SystemExit(f"unknown workload(s) {unknown}; have {names}")
+        names = [n for n in names if n in only]
+    return [Workload(files[n]) for n in names]
+
+
+def lower(w: Workload, llvm_bin: Path, out: Path, want_ir: bool) -> None:
+    w.lowered = out / f"{w.name}.llvm.mlir"
+    r = subprocess.run(
+        [str(llvm_bin / "mlir-opt"), str(w.path),
+         f"-pass-pipeline={PIPELINES[w.pipeline]}", "-o", str(w.lowered)],
+        capture_output=True, text=True)
+    if r.returncode != 0:
+        w.lower_error = "mlir-opt: " + r.stderr.strip()[-2000:]
+        return
+    if want_ir:
+        w.llvm_ir = out / f"{w.name}.ll"
+        r = subprocess.run(
+            [str(llvm_bin / "mlir-translate"), "--mlir-to-llvmir",
+             str(w.lowered), "-o", str(w.llvm_ir)],
+            capture_output=True, text=True)
+        if r.returncode != 0:
+            w.llvm_ir = None
+            w.lower_error = "mlir-translate: " + r.stderr.strip()[-2000:]
+
+
+def run_child(cmd: list[str], timeout: float) -> dict:
+    """Runs cmd; returns wall time, rusage peak RSS, exit status, output."""
+    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr,
+                                stdin=subprocess.DEVNULL)
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            # wait4 reaps the child and gives its own rusage (ru_maxrss: KiB).
+            _, status, ru = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        stdout = fout.read().decode(errors="replace")
+        stderr = ferr.read().decode(errors="replace")
+    return {"rc": proc.returncode, "timeout": timed_out.is_set(),
+            "wall_s": wall, "maxrss_kib": ru.ru_maxrss,
+            "stdout": stdout, "stderr": stderr}
+
+
+NUM = re.compile(r"^\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|-?inf)\s*$")
+
+
+def judge(res: dict, expect: int, repeat: int = 1) -> dict:
+    """Turns a raw child result into status / checksum / elapsed."""
+    out = {"wall_s": res["wall_s"], "maxrss_kib": res["maxrss_kib"],
+           "rc": res["rc"], "checksum": None, "elapsed_s": None}
+    nums = [m.group(1) for line in res["stdout"].splitlines()
+            if (m := NUM.match(line))]
+    if res["timeout"]:
+        out["status"] = "FAIL (timeout)"
+    elif res["rc"] < 0:
+        try:
+            out["status"] = f"FAIL ({signal.Signals(-res['rc']).name})"
+        except ValueError:
+            out["status"] = f"FAIL (signal {-res['rc']})"
+    elif res["rc"] != 0:
+        out["status"] = f"FAIL (exit {res['rc']})"
+    elif len(nums) < 2 * repeat:
+        out["status"] = "FAIL (no output)"
+    else:
+        # (checksum, seconds) pairs, one per call of main.
+        pairs = list(zip(nums[0::2], nums[1::2]))[:repeat]
+        try:
+            sums = [int(c) for c, _ in pairs]
+            secs = [float(s) for _, s in pairs]
+        except ValueError:
+            sums, secs = [], []
+        if not sums:
+            out["status"] = "FAIL (bad output)"
+        elif any(s != expect for s in sums):
+            out["checksum"] = next(s for s in sums if s != expect)
+            out["status"] = "FAIL (checksum)"
+        else:
+            out["checksum"] = sums[0]
+            out["elapsed_s"] = statistics.median(secs)
+            out["elapsed_all_s"] = secs
+            out["status"] = "ok"
+    if out["status"] != "ok":
+        out["stdout_tail"] = res["stdout"][-1500:]
+        out["stderr_tail"] = res["stderr"][-3000:]
+    return out
+
+
+class Config:
+    """One way to run a workload: a tool (runner/harness) and a runtime."""
+
+    def __init__(self, key: str, tool: str, runtime: Path):
+        self.key, self.tool, self.runtime = key, tool, runtime
+
+
+def command(cfg: Config, w: Workload, args) -> list[str] | None:
+    c_utils = args.llvm_lib / "libmlir_c_runner_utils.so"
+    if cfg.tool == "runner":
+        return [str(args.llvm_bin / "mlir-cpu-runner"), str(w.lowered),
+                w.opt, "-e", "main", "-entry-point-result=void",
+                f"-shared-libs={c_utils},{cfg.runtime}"]
+    if w.llvm_ir is None:
+        return None
+    return [str(args.harness), str(w.llvm_ir), "--runtime", str(cfg.runtime),
+            "--shared-lib", str(c_utils), "--repeat", str(args.harness_repeat),
+            "--entry", "main"]
+
+
+def summarize(runs: list[dict]) -> dict:
+    ok = [r for r in runs if r["status"] == "ok"]
+    bad = [r["status"] for r in runs if r["status"] != "ok"]
+    s = {"runs": len(runs), "ok": len(ok), "failures": bad}
+    if ok and not bad:
+        s["status"] = "ok"
+    elif not runs:
+        s["status"] = "not run"
+    else:
+        # A single bad run makes the whole configuration FAIL (and says why).
+        s["status"] = bad[0] if len(set(bad)) == 1 else "FAIL (" + ", ".join(
+            sorted(set(b[6:-1] for b in bad))) + ")"
+        if len(bad) < len(runs):
+            s["status"] += f" {len(bad)}/{len(runs)}"
+    if ok:
+        s["elapsed_median_s"] = statistics.median(r["elapsed_s"] for r in ok)
+        s["wall_median_s"] = statistics.median(r["wall_s"] for r in ok)
+        s["maxrss_median_mib"] = statistics.median(
+            r["maxrss_kib"] for r in ok) / 1024
+        s["maxrss_max_mib"] = max(r["maxrss_kib"] for r in ok) / 1024
+        s["overhead_median_s"] = statistics.median(
+            r["wall_s"] - r["elapsed_s"] * r.get("repeat", 1) for r in ok)
+    elif runs:
+        s["maxrss_max_mib"] = max(r["maxrss_kib"] for r in runs) / 1024
+    return s
+
+
+def ratio(cxx: dict, ours: dict) -> float | None:
+    if cxx.get("status") == "ok" and ours.get("status") == "ok" \
+            and ours["elapsed_median_s"] > 0:
+        return cxx["elapsed_median_s"] / ours["elapsed_median_s"]
+    return None
+
+
+# ----------------------------------------------------------------- output
+
+def fmt_s(s: dict, key: str, unit_fmt: str = "{:.4f}") -> str:
+    if s.get("status") != "ok":
+        return s.get("status", "-")
+    return unit_fmt.format(s[key])
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header])
+              for i in range(len(header))]
+    line = lambda r: "  ".join(  # noqa: E731
+        str(c).ljust(widths[i]) if i == 0 else str(c).rjust(widths[i])
+        for i, c in enumerate(r))
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def rss_cell(s: dict) -> str:
+    if "maxrss_median_mib" in s:
+        return f"{s['maxrss_median_mib']:.1f}"
+    if "maxrss_max_mib" in s:
+        return f"({s['maxrss_max_mib']:.1f})"
+    return "-"
+
+
+def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
+              title: str, subtitle: str) -> None:
+    """Bar chart of time ratios (C++ / ours), log2 scale, 1.0 in the middle.
+
+    groups: (label, cxx config key, ours config key) -> one bar per workload
+    per group.  Bars above the line: ours faster.  FAIL cells are marked.
+    """
+    names = list(results)
+    ratios = {(n, g[0]): ratio(results[n]["summary"].get(g[1], {}),
+                               results[n]["summary"].get(g[2], {}))
+              for n in names for g in groups}
+    vals = [r for r in ratios.values() if r]
+    top = max([abs(math.log2(r)) for r in vals] + [1.0])
+    top = math.ceil(top + 0.25)          # axis: 2^-top .. 2^top
+    colors = ["#3b75af", "#e28a2b", "#519e3e", "#8d69b8"]
+    W, H = 140 + 130 * len(names), 470
+    x0, x1, y0, y1 = 80, W - 20, 80, H - 90   # plot area
+    ymid = (y0 + y1) / 2
+    scale = (y1 - y0) / 2 / top
+
+    def y_of(r: float) -> float:
+        return ymid - math.log2(r) * scale
+
+    esc = lambda t: (t.replace("&", "&amp;").replace("<", "&lt;")  # noqa
+                     .replace(">", "&gt;"))
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+         f'font-family="sans-serif" font-size="12">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{W/2}" y="24" text-anchor="middle" font-size="16" '
+         f'font-weight="bold">{esc(title)}</text>',
+         f'<text x="{W/2}" y="42" text-anchor="middle" fill="#555">'
+         f'{esc(subtitle)}</text>']
+    for k in range(-top, top + 1):
+        y = ymid - k * scale
+        lab = f"{2.0 ** k:g}" if k >= 0 else f"1/{2 ** -k}"
+        o.append(f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" '
+                 f'stroke="{"#000" if k == 0 else "#ddd"}" '
+                 f'stroke-width="{1.5 if k == 0 else 1}"/>')
+        o.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                 f'{lab}</text>')
+    o.append(f'<text x="18" y="{ymid}" text-anchor="middle" '
+             f'transform="rotate(-90 18 {ymid})">C++ time / our time '
+             f'(log scale; &gt; 1 = ours faster)</text>')
+    slot = (x1 - x0) / max(1, len(names))
+    bw = min(48, (slot - 24) / max(1, len(groups)))
+    for i, n in enumerate(names):
+        cx = x0 + slot * (i + 0.5)
+        o.append(f'<text x="{cx:.1f}" y="{y1 + 18}" text-anchor="middle" '
+                 f'font-weight="bold">{esc(n)}</text>')
+        for j, g in enumerate(groups):
+            bx = cx - bw * len(groups) / 2 + j * bw
+            r = ratios[(n, g[0])]
+            if r is None:
+                cs = results[n]["summary"].get(g[1], {})
+                us = results[n]["summary"].get(g[2], {})
+                why = "FAIL" if "FAIL" in cs.get("status", "") + \
+                    us.get("status", "") else "n/a"
+                who = ("ours " if "FAIL" in us.get("status", "") else "") + \
+                      ("C++" if "FAIL" in cs.get("status", "") else "")
+                o.append(f'<text x="{bx + bw/2:.1f}" y="{ymid - 6}" '
+                         f'text-anchor="middle" fill="#c00" '
+                         f'font-weight="bold">{why}</text>')
+                if who:
+                    o.append(f'<text x="{bx + bw/2:.1f}" y="{ymid + 14}" '
+                             f'text-anchor="middle" fill="#c00" '
+                             f'font-size="10">{esc(who.strip())}</text>')
+                continue
+            yr = y_of(r)
+            ytop, hgt = min(yr, ymid), abs(yr - ymid)
+            o.append(f'<rect x="{bx + 2:.1f}" y="{ytop:.1f}" '
+                     f'width="{bw - 4:.1f}" height="{max(hgt, 1):.1f}" '
+                     f'fill="{colors[j % len(colors)]}"><title>{esc(n)} '
+                     f'{esc(g[0])}: {r:.3f}</title></rect>')
+            ty = yr - 5 if r >= 1 else yr + 14
+            o.append(f'<text x="{bx + bw/2:.1f}" y="{ty:.1f}" '
+                     f'text-anchor="middle">{r:.2f}×</text>')
+    ly = H - 40
+    for j, g in enumerate(groups):
+        lx = x0 + j * 260
+        o.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" '
+                 f'fill="{colors[j % len(colors)]}"/>')
+        o.append(f'<text x="{lx + 18}" y="{ly}">{esc(g[0])}</text>')
+    o.append(f'<text x="{x0}" y="{H - 14}" fill="#555" font-size="11">'
+             f'Median in-program time (rtclock, JIT compile excluded). '
+             f'FAIL = crash, timeout or wrong checksum in some run.</text>')
+    o.append("</svg>")
+    path.write_text("\n".join(o) + "\n")
+
+
+# ------------------------------------------------------------------- main
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5,
+                    help="runs per workload and configuration (default 5)")
+    ap.add_argument("--runtime", type=Path,
+                    default=REPO / "target/release/libmlir_async_runtime.so",
+                    help="our runtime library")
+    ap.add_argument("--cxx", type=Path,
+                    default=Path("/usr/lib/llvm-19/lib/libmlir_async_runtime.so"),
+                    help="the C++ reference runtime")
+    ap.add_argument("--only", action="append", metavar="NAME",
+                    help="run only this workload (repeatable, or comma list)")
+    ap.add_argument("--out", type=Path, default=REPO / "target/bench",
+                    help="output directory (default target/bench)")
+    ap.add_argument("--harness", type=Path, default=None,
+                    help="jit-harness binary; skipped with a note if missing")
+    ap.add_argument("--harness-repeat", type=int, default=1,
+                    help="--repeat passed to jit-harness (default 1)")
+    ap.add_argument("--bench-dir", type=Path, default=BENCH_DIR,
+                    help="directory of the *.mlir programs (default bench/)")
+    ap.add_argument("--llvm-bin", type=Path, default=Path("/usr/lib/llvm-19/bin"))
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds before a run is killed and counted FAIL")
+    args = ap.parse_args()
+    args.llvm_lib = args.llvm_bin.parent / "lib"
+    only = None
+    if args.only:
+        only = [n for o in args.only for n in o.split(",") if n]
+    if args.runs < 1:
+        ap.error("--runs must be >= 1")
+    for p, what in ((args.runtime, "--runtime"), (args.cxx, "--cxx"),
+                    (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")):
+        if not p.exists():
+            print(f"bench.py: {what} not found: {p}", file=sys.stderr)
+            return 2
+    args.runtime, args.cxx = args.runtime.resolve(), args.cxx.resolve()
+
+    notes = []
+    use_harness = False
+    if args.harness is None:
+        notes.append("jit-harness: not requested (--harness); column skipped.")
+    elif not (args.harness.is_file() and os.access(args.harness, os.X_OK)):
+        notes.append(f"jit-harness: {args.harness} is not built; "
+                     "harness columns skipped.")
+    else:
+        # The harness is written in parallel: only use it once it accepts
+        # the agreed CLI (FILE.ll --runtime --shared-lib --repeat --entry).
+        try:
+            probe = subprocess.run([str(args.harness), "--help"],
+                                   capture_output=True, text=True, timeout=30)
+            helptext = probe.stdout + probe.stderr
+        except (OSError, subprocess.TimeoutExpired) as e:
+            helptext = str(e)
+        missing = [f for f in ("--runtime", "--shared-lib", "--repeat",
+                               "--entry") if f not in helptext]
+        if missing:
+            notes.append(f"jit-harness: {args.harness} does not list "
+                         f"{', '.join(missing)} in --help yet; "
+                         "harness columns skipped.")
+        else:
+            use_harness = True
+            args.harness = args.harness.resolve()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    workloads = discover(args.bench_dir.resolve(), only)
+    configs = [Config("runner/cxx", "runner", args.cxx),
+               Config("runner/ours", "runner", args.runtime)]
+    if use_harness:
+        configs += [Config("harness/cxx", "harness", args.cxx),
+                    Config("harness/ours", "harness", args.runtime)]
+
+    print(f"bench: {len(workloads)} workload(s) x {len(configs)} "
+          f"configuration(s) x {args.runs} run(s)", file=sys.stderr)
+    print(f"  ours: {args.runtime}\n  C++:  {args.cxx}", file=sys.stderr)
+    results: dict[str, dict] = {}
+    any_fail = False
+    for w in workloads:
+        lower(w, args.llvm_bin, args.out, use_harness)
+        entry = {"source": str(w.path),
+                 "expect": w.expect, "opt": w.opt, "pipeline": w.pipeline,
+                 "runs": {c.key: [] for c in configs}, "summary": {}}
+        results[w.name] = entry
+        if w.lower_error:
+            print(f"  {w.name}: lowering failed: {w.lower_error[:300]}",
+                  file=sys.stderr)
+            entry["lower_error"] = w.lower_error
+            for c in configs:
+                entry["summary"][c.key] = {"status": "FAIL (lowering)"}
+            any_fail = True
+            continue
+        for i in range(args.runs):
+            # Alternate the two runtimes, and which one goes first.
+            order = configs if i % 2 == 0 else list(reversed(configs))
+            for c in order:
+                cmd = command(c, w, args)
+                if cmd is None:
+                    continue
+                rep = args.harness_repeat if c.tool == "harness" else 1
+                res = judge(run_child(cmd, args.timeout), w.expect, rep)
+                res["round"] = i
+                res["repeat"] = rep
+                entry["runs"][c.key].append(res)
+                shown = (f"{res['elapsed_s']:.4f}s" if res["status"] == "ok"
+                         else res["status"])
+                print(f"  {w.name:16s} {c.key:13s} run {i + 1}/{args.runs}: "
+                      f"{shown}  wall {res['wall_s']:.2f}s  "
+                      f"rss {res['maxrss_kib'] / 1024:.0f}MiB",
+                      file=sys.stderr)
+        for c in configs:
+            entry["summary"][c.key] = summarize(entry["runs"][c.key])
+            # Only our runtime's failures fail the command: the C++ one has
+            # known crashes (deep chains) that the table simply shows.
+            if c.runtime == args.runtime and c.key.endswith("/ours"):
+                any_fail |= entry["summary"][c.key]["status"] != "ok"
+        entry["ratio"] = ratio(entry["summary"]["runner/cxx"],
+                               entry["summary"]["runner/ours"])
+
+    # ---- main table
+    rows = []
+    for n, e in results.items():
+        cs, us = e["summary"]["runner/cxx"], e["summary"]["runner/ours"]
+        r = ratio(cs, us)
+        rows.append([n, fmt_s(cs, "elapsed_median_s"),
+                     fmt_s(us, "elapsed_median_s"),
+                     f"{r:.2f}" if r else "-", rss_cell(cs), rss_cell(us)])
+    print()
+    print(f"mlir-cpu-runner, median of {args.runs} runs (in-program time); "
+          f"ratio = C++ time / our time (> 1: ours faster)")
+    print(table(rows, ["workload", "C++ median s", "ours median s", "ratio",
+                       "C++ peak RSS MiB", "ours peak RSS MiB"]))
+
+    # ---- JIT overhead table
+    if use_harness:
+        rows = []
+        for n, e in results.items():
+            s = e["summary"]
+            r = ratio(s["harness/cxx"], s["harness/ours"])
+            rows.append([
+                n,
+                fmt_s(s["runner/ours"], "wall_median_s", "{:.3f}"),
+                fmt_s(s["runner/ours"], "overhead_median_s", "{:.3f}"),
+                fmt_s(s["harness/ours"], "elapsed_median_s"),
+                fmt_s(s["harness/ours"], "wall_median_s", "{:.3f}"),
+                fmt_s(s["harness/ours"], "overhead_median_s", "{:.3f}"),
+                rss_cell(s["harness/ours"]),
+                f"{r:.2f}" if r else "-"])
+        print()
+        print("JIT overhead with our runtime: wall = whole process, "
+              "overhead = wall - in-program time (startup, JIT compile, "
+              f"teardown); harness --repeat {args.harness_repeat}")
+        print(table(rows, ["workload", "runner wall s", "runner ovh s",
+                           "harness median s", "harness wall s",
+                           "harness ovh s", "harness RSS MiB",
+                           "harness ratio"]))
+    for note in notes:
+        print("note: " + note)
+
+    groups = [("mlir-cpu-runner", "runner/cxx", "runner/ours")]
+    if use_harness:
+        groups.append(("jit-harness", "harness/cxx", "harness/ours"))
+    chart = args.out / "ratios.svg"
+    svg_chart(chart, results, groups,
+              "Async runtime macro-benchmarks: C++ time / our time",
+              f"median of {args.runs} runs, {platform.node()}, "
+              f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
+    raw = args.out / "results.json"
+    raw.write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "host": platform.node(), "cpus": os.cpu_count(),
+        "runs": args.runs, "ours": str(args.runtime), "cxx": str(args.cxx),
+        "harness": str(args.harness) if use_harness else None,
+        "notes": notes, "workloads": results}, indent=1) + "\n")
+    print(f"chart: {chart}\nraw numbers: {raw}")
+    if any_fail:
+        print("bench: some runs with our runtime FAILED "
+              "(see table and results.json)")
+    return 1 if any_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
