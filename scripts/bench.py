@@ -308,7 +308,7 @@ def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
     top = max([abs(math.log2(r)) for r in vals] + [1.0])
     top = math.ceil(top + 0.25)          # axis: 2^-top .. 2^top
     colors = ["#3b75af", "#e28a2b", "#519e3e", "#8d69b8"]
-    W, H = 140 + 130 * len(names), 470
+    W, H = max(760, 140 + 130 * len(names)), 470
     x0, x1, y0, y1 = 80, W - 20, 80, H - 90   # plot area
     ymid = (y0 + y1) / 2
     scale = (y1 - y0) / 2 / top
