@@ -7,7 +7,7 @@
 //! Every task (an `Execute` call, or a continuation fired by a completion)
 //! is counted in [`IN_FLIGHT`] from the moment it is queued until its
 //! `resume` returns. Teardown waits for that count to reach zero, then drops
-//! the pool and waits until every worker thread has exited, so no worker can
+//! the pool and joins every worker thread, so no worker can
 //! run JIT-compiled code after the destroy hook returns (upstream's bug: a
 //! pool that the runtime neither owned nor drained).
 //!
@@ -19,6 +19,7 @@ use std::ffi::c_void;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use once_cell::sync::Lazy;
@@ -74,15 +75,10 @@ static IDLE_WAITERS: AtomicUsize = AtomicUsize::new(0);
 static IDLE_LOCK: Mutex<()> = Mutex::new(());
 static IDLE_CV: Condvar = Condvar::new();
 
-/// Counts the pool's live worker threads, so teardown can wait for them.
-struct LiveWorkers {
-    count: Mutex<usize>,
-    exited: Condvar,
-}
-
 struct Instance {
     pool: rayon::ThreadPool,
-    live_workers: Arc<LiveWorkers>,
+    /// The pool's threads, spawned by us so that teardown can join them.
+    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 /// The singleton: holds the current instance, if any. Callers use the
@@ -108,30 +104,33 @@ fn configured_workers() -> usize {
 
 impl Instance {
     fn start() -> Instance {
-        let workers = configured_workers();
-        let live_workers = Arc::new(LiveWorkers {
-            count: Mutex::new(workers),
-            exited: Condvar::new(),
-        });
-        let on_exit = Arc::clone(&live_workers);
+        let workers = Arc::new(Mutex::new(Vec::new()));
+        let handles = Arc::clone(&workers);
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .thread_name(|i| format!("mlir-async-{i}"))
-            // Compiled code may nest deeply within one task; match the main
-            // thread's usual 8 MiB (reserved, not committed).
-            .stack_size(8 << 20)
-            .start_handler(|_| ON_WORKER.with(|w| w.set(true)))
-            .exit_handler(move |_| {
-                ON_WORKER.with(|w| w.set(false));
-                let mut count = on_exit.count.lock().unwrap_or_else(|e| e.into_inner());
-                *count -= 1;
-                on_exit.exited.notify_all();
+            .num_threads(configured_workers())
+            .spawn_handler(move |thread| {
+                let mut builder = std::thread::Builder::new()
+                    .name(format!("mlir-async-{}", thread.index()));
+                // Compiled code may nest deeply within one task; match the
+                // main thread's usual 8 MiB (reserved, not committed).
+                builder = builder.stack_size(8 << 20);
+                let handle = builder.spawn(move || {
+                    ON_WORKER.with(|w| w.set(true));
+                    thread.run();
+                })?;
+                lock(&handles).push(handle);
+                Ok(())
             })
             .panic_handler(|_| abort_misuse("worker thread", "a task panicked"))
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start pool: {e}")));
-        Instance { pool, live_workers }
+        Instance { pool, workers }
     }
+}
+
+/// Locks `mutex`, ignoring poisoning (nothing here panics while holding it).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs `f` on the current instance, created on first use.
@@ -175,7 +174,7 @@ fn task_finished() {
     if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1
         && IDLE_WAITERS.load(Ordering::SeqCst) > 0
     {
-        let _guard = IDLE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = lock(&IDLE_LOCK);
         IDLE_CV.notify_all();
     }
 }
@@ -196,7 +195,7 @@ pub fn tasks_in_flight() -> usize {
 pub fn wait_idle(timeout: Option<Duration>) -> bool {
     let deadline = timeout.map(|t| Instant::now() + t);
     IDLE_WAITERS.fetch_add(1, Ordering::SeqCst);
-    let mut guard = IDLE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = lock(&IDLE_LOCK);
     let idle = loop {
         if IN_FLIGHT.load(Ordering::SeqCst) == 0 {
             break true;
@@ -248,13 +247,16 @@ pub fn destroy() {
         );
         wait_idle(None);
     }
-    let live_workers = Arc::clone(&instance.live_workers);
+    // Dropping the pool lets its threads leave their loop once their
+    // queues are empty; joining them means none of them runs anything after
+    // this function returns.
     drop(instance.pool);
-    let mut count = live_workers.count.lock().unwrap_or_else(|e| e.into_inner());
-    while *count > 0 {
-        count = live_workers.exited.wait(count).unwrap_or_else(|e| e.into_inner());
+    let handles = std::mem::take(&mut *lock(&instance.workers));
+    for handle in handles {
+        if handle.join().is_err() {
+            abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
+        }
     }
-    drop(count);
     drop(slot);
     stats::report_live_objects("destroy");
 }
