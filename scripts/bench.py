@@ -267,6 +267,15 @@ def ratio(cxx: dict, ours: dict) -> float | None:
     return None
 
 
+def ratio_cell(cxx: dict, ours: dict) -> str:
+    r = ratio(cxx, ours)
+    if r is not None:
+        return f"{r:.2f}"
+    who = [n for n, x in (("C++", cxx), ("ours", ours))
+           if "FAIL" in x.get("status", "")]
+    return "FAIL " + "+".join(who) if who else "-"
+
+
 # ----------------------------------------------------------------- output
 
 def fmt_s(s: dict, key: str, unit_fmt: str = "{:.4f}") -> str:
@@ -505,10 +514,9 @@ def main() -> int:
     rows = []
     for n, e in results.items():
         cs, us = e["summary"]["runner/cxx"], e["summary"]["runner/ours"]
-        r = ratio(cs, us)
         rows.append([n, fmt_s(cs, "elapsed_median_s"),
                      fmt_s(us, "elapsed_median_s"),
-                     f"{r:.2f}" if r else "-", rss_cell(cs), rss_cell(us)])
+                     ratio_cell(cs, us), rss_cell(cs), rss_cell(us)])
     print()
     print(f"mlir-cpu-runner, median of {args.runs} runs (in-program time); "
           f"ratio = C++ time / our time (> 1: ours faster)")
@@ -520,7 +528,6 @@ def main() -> int:
         rows = []
         for n, e in results.items():
             s = e["summary"]
-            r = ratio(s["harness/cxx"], s["harness/ours"])
             rows.append([
                 n,
                 fmt_s(s["runner/ours"], "wall_median_s", "{:.3f}"),
@@ -529,7 +536,7 @@ def main() -> int:
                 fmt_s(s["harness/ours"], "wall_median_s", "{:.3f}"),
                 fmt_s(s["harness/ours"], "overhead_median_s", "{:.3f}"),
                 rss_cell(s["harness/ours"]),
-                f"{r:.2f}" if r else "-"])
+                ratio_cell(s["harness/cxx"], s["harness/ours"])])
         print()
         print("JIT overhead with our runtime: wall = whole process, "
               "overhead = wall - in-program time (startup, JIT compile, "
@@ -537,7 +544,7 @@ def main() -> int:
         print(table(rows, ["workload", "runner wall s", "runner ovh s",
                            "harness median s", "harness wall s",
                            "harness ovh s", "harness RSS MiB",
-                           "harness ratio"]))
+                           "harness ratio C++/ours"]))
     for note in notes:
         print("note: " + note)
 
