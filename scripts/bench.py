@@ -228,9 +228,10 @@ def command(cfg: Config, w: Workload, args) -> list[str] | None:
                 f"-shared-libs={c_utils},{cfg.runtime}"]
     if w.llvm_ir is None:
         return None
-    return [str(args.harness), str(w.llvm_ir), "--runtime", str(cfg.runtime),
-            "--shared-lib", str(c_utils), "--repeat", str(args.harness_repeat),
-            "--entry", "main"]
+    cmd = [str(args.harness), str(w.llvm_ir), "--runtime", str(cfg.runtime),
+           "--shared-lib", str(c_utils), "--repeat", str(args.harness_repeat),
+           "--entry", "main"]
+    return cmd + ([w.opt] if args.harness_opt else [])
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -432,6 +433,7 @@ def main() -> int:
 
     notes = []
     use_harness = False
+    args.harness_opt = False
     if args.harness is None:
         notes.append("jit-harness: not requested (--harness); column skipped.")
     elif not (args.harness.is_file() and os.access(args.harness, os.X_OK)):
@@ -455,6 +457,9 @@ def main() -> int:
         else:
             use_harness = True
             args.harness = args.harness.resolve()
+            # Same LLVM optimisation level as mlir-cpu-runner, if supported.
+            args.harness_opt = re.search(r"(^|[\s,\[])-O\b", helptext,
+                                         re.M) is not None
 
     args.out.mkdir(parents=True, exist_ok=True)
     workloads = discover(args.bench_dir.resolve(), only)
