@@ -1,0 +1,156 @@
+//! jit-harness: runs an MLIR async program many times in one process with
+//! an ORC LLJIT, checking each run's output (FileCheck directives) and the
+//! runtime's live objects, with a watchdog for hung runs.
+//!
+//! Stages, one module each: [`input`] (load), [`lower`] (MLIR to LLVM IR),
+//! [`jit`] (LLVM passes and ORC), [`resolve`] (libraries and symbols),
+//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check),
+//! [`report`] (summary and progress).
+
+pub mod capture;
+pub mod cli;
+pub mod error;
+pub mod filecheck;
+pub mod input;
+pub mod jit;
+pub mod lower;
+pub mod report;
+pub mod resolve;
+pub mod run;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use cli::Cli;
+use error::{Error, Result};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Parses the command line, runs, and returns the process exit code:
+/// 0 when every run passed, 1 when a run failed, 2 for bad input or usage.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    install_panic_hook();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = e.print();
+                return 0;
+            }
+            _ => {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("bad arguments");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                eprintln!("jit-harness: {first} (see --help)");
+                return 2;
+            }
+        },
+    };
+    match run_cli(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("jit-harness: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// No panic message or backtrace reaches the user: one line, exit 1.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".to_string());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let line = format!("jit-harness: internal error: {}{at}\n", error::one_line(msg));
+        capture::write_fd(2, line.as_bytes());
+        // SAFETY: ends the process without running exit handlers (runtime
+        // threads may be in any state).
+        unsafe { libc::_exit(1) };
+    }));
+}
+
+fn run_cli(cli: &Cli) -> Result<i32> {
+    cli.validate()?;
+    let check = match &cli.check {
+        Some(path) => {
+            let text = std::fs::read(path)
+                .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
+            let text = String::from_utf8_lossy(&text);
+            Some(filecheck::CheckFile::parse(&path.display().to_string(), &text, &cli.prefixes()).map_err(Error::usage)?)
+        }
+        None => None,
+    };
+    let runtime = match &cli.runtime {
+        Some(p) => p.clone(),
+        None => resolve::default_runtime()?,
+    };
+    let input = input::load(&cli.input, cli.input_format)?;
+    let ir = match input.format {
+        input::Format::LlvmIr => input.text.clone(),
+        input::Format::Mlir => {
+            let pipeline = cli.pipeline.as_deref().unwrap_or(cli::DEFAULT_PIPELINE);
+            lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, pipeline)?
+        }
+    };
+    let mut libs = resolve::Libraries::load(&runtime, &cli.shared_libs)?;
+    let built = jit::Jit::build(&ir, &input.name, cli.opt_level, cli.llvm_passes.as_deref(), &cli.entry, |prep| {
+        let names: Vec<String> = prep.externals.iter().map(|(n, _)| n.clone()).collect();
+        let resolved = libs.resolve(&names)?;
+        Ok(resolved.into_iter().zip(prep.externals.iter()).map(|((n, a), (_, is_fn))| (n, a, *is_fn)).collect())
+    });
+    let (jit, entry, kind) = match built {
+        Ok(x) => x,
+        Err(e) => {
+            libs.destroy();
+            return Err(e);
+        }
+    };
+
+    let leak_check = !cli.no_leak_check && libs.introspection.is_some();
+    let note = if cli.no_leak_check {
+        Some("disabled by --no-leak-check".to_string())
+    } else if libs.introspection.is_none() {
+        Some("the runtime has no rust_mlir_async_runtime_stats".to_string())
+    } else {
+        None
+    };
+    let summary = report::Summary {
+        name: cli.name.clone().unwrap_or_else(|| input.name.clone()),
+        runtime: runtime.display().to_string(),
+        leak_check,
+        leak_check_note: note,
+        ..Default::default()
+    };
+    let tally = Arc::new(Mutex::new(run::Tally { summary, times: run::Histogram::new() }));
+    let capture = capture::Capture::new()?;
+    let pb = report::progress(cli.repeat);
+    let cfg = run::RunConfig {
+        entry,
+        kind,
+        repeat: cli.repeat,
+        timeout: (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout)),
+        check: check.as_ref(),
+        introspection: libs.introspection,
+        leak_check,
+        echo: cli.echo,
+        json: cli.json,
+    };
+    let summary = run::run_all(&cfg, &capture, tally, &pb);
+    drop(capture);
+    // Destroy hooks wait for the runtime's tasks; only then is the JIT'd
+    // code freed.
+    libs.destroy();
+    drop(jit);
+    println!("{}", summary.render(cli.json));
+    if !cli.json {
+        if let Some(f) = &summary.first_failure {
+            if summary.passed != summary.runs {
+                eprintln!("jit-harness: first failure: {f}");
+            }
+        }
+    }
+    Ok(if summary.passed == summary.runs && summary.runs == cli.repeat { 0 } else { 1 })
+}
