@@ -15,19 +15,19 @@
 //! completion sees the final state in its failed CAS and runs at once.
 //!
 //! Waiters never run the coroutine inline: `Resume` waiters are handed to
-//! the scheduler, so a chain of a million dependent tasks never nests a
+//! the scheduler (`spawn_continuation`), which runs them after the current
+//! task returns, so a chain of a million dependent tasks never nests a
 //! million frames on one stack.
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::AtomicBool;
-use std::thread::{self, Thread};
 use std::time::Duration;
 
 use crate::group::Group;
 use crate::misuse::abort_misuse;
 use crate::scheduler::{self, Task};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::thread::{self, Thread};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// The final state of a token, value or group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl Waiter {
         // SAFETY: every other action is a heap node that we now own.
         let node = unsafe { Box::from_raw(node) };
         match node.action {
-            Action::Resume(task) => scheduler::spawn(task),
+            Action::Resume(task) => scheduler::spawn_continuation(task),
             // SAFETY: the waiter holds a reference to the group.
             Action::NotifyGroup(group) => unsafe { Group::notify_token_completed(group, outcome) },
             Action::Wake { .. } => unreachable!("handled above"),
@@ -205,7 +205,7 @@ impl Completion {
     /// if it already has.
     pub(crate) fn resume_when_complete(&self, task: Task) {
         if self.state().is_some() {
-            scheduler::spawn(task);
+            scheduler::spawn_continuation(task);
             return;
         }
         let node = Box::into_raw(Box::new(Waiter::new(Action::Resume(task))));
@@ -214,7 +214,7 @@ impl Completion {
             // SAFETY: not linked, so still ours.
             let node = unsafe { Box::from_raw(node) };
             if let Action::Resume(task) = node.action {
-                scheduler::spawn(task);
+                scheduler::spawn_continuation(task);
             }
         }
     }
@@ -241,16 +241,22 @@ impl Completion {
             unreachable!("built above")
         };
         let on_worker = scheduler::on_worker_thread();
+        if on_worker {
+            // The continuation parked in this worker's slot may be the one
+            // that ends this wait: let the pool run it.
+            scheduler::release_next_task();
+        }
+        let mut backoff = Backoff::default();
         // Acquire: pairs with the Release in `Waiter::fire`.
         while !done.load(Ordering::Acquire) {
-            if on_worker && scheduler::run_one_pending_task() {
-                continue;
-            }
             if on_worker {
-                // New work may arrive in the pool while we sleep; look again
-                // soon rather than leave it to the other workers alone.
+                if scheduler::run_one_pending_task() {
+                    continue;
+                }
+                // New work may arrive in the pool while we sleep; look
+                // again soon rather than leave it to the other workers.
                 thread::park_timeout(Duration::from_micros(200));
-            } else {
+            } else if !backoff.spin() {
                 thread::park();
             }
         }
@@ -263,6 +269,33 @@ impl Completion {
         let word = self.word.load(Ordering::Relaxed);
         if Outcome::decode(word).is_none() && word != PENDING {
             abort_misuse(call, &format!("{kind} freed while tasks still await it"));
+        }
+    }
+}
+
+/// How long a thread outside the pool spins before it parks. Fine-grained
+/// tasks often finish within microseconds; spinning that long saves a
+/// futex sleep and wake on both sides.
+#[derive(Default)]
+struct Backoff {
+    round: u32,
+}
+
+impl Backoff {
+    const SPIN_ROUNDS: u32 = 64;
+    const YIELD_ROUNDS: u32 = 16;
+
+    /// One round of waiting; false once it is time to park.
+    fn spin(&mut self) -> bool {
+        self.round += 1;
+        if self.round <= Self::SPIN_ROUNDS {
+            std::hint::spin_loop();
+            true
+        } else if self.round <= Self::SPIN_ROUNDS + Self::YIELD_ROUNDS {
+            thread::yield_now();
+            true
+        } else {
+            false
         }
     }
 }

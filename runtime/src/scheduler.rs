@@ -65,6 +65,10 @@ impl Task {
 thread_local! {
     /// True on the worker threads of the current instance's pool.
     static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+    /// A worker's next task: a continuation made ready by the task running
+    /// on this worker, run as soon as that task returns (see
+    /// [`spawn_continuation`]).
+    static NEXT_TASK: Cell<Option<Task>> = const { Cell::new(None) };
 }
 
 /// Tasks queued or running.
@@ -150,20 +154,56 @@ pub fn on_worker_thread() -> bool {
     ON_WORKER.with(|w| w.get())
 }
 
-/// Queues `task` on the pool.
+/// Queues `task` on the pool (`mlirAsyncRuntimeExecute`): it may run on any
+/// worker, in parallel with the caller.
 pub fn spawn(task: Task) {
     // Relaxed: the matching decrement runs after the task starts, which
     // the pool's queue orders after this increment.
     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-    let job = move || {
-        task.run();
-        task_finished();
-    };
     if on_worker_thread() {
         // From inside the pool: push onto this worker's own deque.
-        rayon::spawn(job);
+        rayon::spawn(move || run_tasks(task));
     } else {
-        with_instance(|instance| instance.pool.spawn(job));
+        with_instance(|instance| instance.pool.spawn(move || run_tasks(task)));
+    }
+}
+
+/// Schedules a continuation that a completion just made ready.
+///
+/// On a worker, the first one goes to the worker's next-task slot and runs
+/// right after the current task returns, in the loop of [`run_tasks`]: not
+/// nested in the completing call, so a chain of any length runs at constant
+/// stack depth, and without a trip through the deque or waking another
+/// worker (a dependency chain is sequential anyway). If the slot is taken,
+/// the older task goes to the deque where other workers can steal it.
+pub fn spawn_continuation(task: Task) {
+    if !on_worker_thread() {
+        spawn(task);
+        return;
+    }
+    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    if let Some(older) = NEXT_TASK.with(|slot| slot.replace(Some(task))) {
+        rayon::spawn(move || run_tasks(older));
+    }
+}
+
+/// Moves a task waiting in this worker's slot to the deque, where other
+/// workers can take it. Called before a worker blocks: the task in the
+/// slot may be the one that will end the wait.
+pub(crate) fn release_next_task() {
+    if let Some(task) = NEXT_TASK.with(Cell::take) {
+        rayon::spawn(move || run_tasks(task));
+    }
+}
+
+/// Runs `task`, then whatever continuation it left in this worker's slot,
+/// and so on: a loop, never a recursion.
+fn run_tasks(task: Task) {
+    let mut next = Some(task);
+    while let Some(task) = next {
+        task.run();
+        task_finished();
+        next = NEXT_TASK.with(Cell::take);
     }
 }
 
