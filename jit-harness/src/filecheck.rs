@@ -501,6 +501,8 @@ impl CheckFile {
     }
 
     fn fail(&self, pat: &Pattern, msg: &str, buf: &str, at: usize) -> Mismatch {
+        // Searching from the end of a line: show the line after it.
+        let at = if buf.as_bytes().get(at) == Some(&b'\n') && at + 1 < buf.len() { at + 1 } else { at };
         Mismatch {
             message: format!(
                 "{}: {msg} (output line {}: \"{}\")",

@@ -145,12 +145,5 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     libs.destroy();
     drop(jit);
     println!("{}", summary.render(cli.json));
-    if !cli.json {
-        if let Some(f) = &summary.first_failure {
-            if summary.passed != summary.runs {
-                eprintln!("jit-harness: first failure: {f}");
-            }
-        }
-    }
     Ok(if summary.passed == summary.runs && summary.runs == cli.repeat { 0 } else { 1 })
 }

@@ -67,8 +67,9 @@ pub struct Tally {
 
 impl Tally {
     pub fn finish(&mut self) -> Summary {
-        self.summary.median_us = self.times.quantile_us(0.5);
-        self.summary.p99_us = self.times.quantile_us(0.99);
+        let round = |us: f64| (us * 10.0).round() / 10.0;
+        self.summary.median_us = round(self.times.quantile_us(0.5));
+        self.summary.p99_us = round(self.times.quantile_us(0.99));
         self.summary.clone()
     }
 }
