@@ -35,3 +35,8 @@ lit-cxx: setup
 	$(LIT) -sv mlir-tests --param runtime=$(CXX_RUNTIME)
 
 -include mk/*.mk
+
+# Per-operation costs (criterion) against a raw rayon::spawn floor.
+.PHONY: bench-micro
+bench-micro: setup
+	$(CARGO) bench -p mlir_async_runtime --bench operations
