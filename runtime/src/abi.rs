@@ -3,8 +3,9 @@
 //! (`mlir/ExecutionEngine/AsyncRuntime.h`), plus the runners' init/destroy
 //! hooks and our own introspection functions (`rust_mlir_async_runtime_*`).
 //!
-//! Nothing unwinds out of these functions: the release profile aborts on
-//! panic, and every misuse aborts with one line naming the call.
+//! Nothing unwinds out of these functions: every misuse aborts with one
+//! line naming the call, and since Rust 1.81 a panic that reaches an
+//! `extern "C"` boundary aborts the process instead of unwinding into C.
 
 use std::ffi::c_void;
 use std::time::Duration;
