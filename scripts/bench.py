@@ -231,7 +231,8 @@ def command(cfg: Config, w: Workload, args) -> list[str] | None:
     cmd = [str(args.harness), str(w.llvm_ir), "--runtime", str(cfg.runtime),
            "--shared-lib", str(c_utils), "--repeat", str(args.harness_repeat),
            "--entry", "main"]
-    return cmd + ([w.opt] if args.harness_opt else [])
+    return cmd + ([w.opt] if args.harness_opt else []) + \
+        (["--echo"] if args.harness_echo else [])
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -274,7 +275,7 @@ def ratio_cell(cxx: dict, ours: dict) -> str:
         return f"{r:.2f}"
     who = [n for n, x in (("C++", cxx), ("ours", ours))
            if "FAIL" in x.get("status", "")]
-    return "FAIL " + "+".join(who) if who else "-"
+    return "FAIL " + " & ".join(who) if who else "-"
 
 
 # ----------------------------------------------------------------- output
@@ -433,7 +434,7 @@ def main() -> int:
 
     notes = []
     use_harness = False
-    args.harness_opt = False
+    args.harness_opt = args.harness_echo = False
     if args.harness is None:
         notes.append("jit-harness: not requested (--harness); column skipped.")
     elif not (args.harness.is_file() and os.access(args.harness, os.X_OK)):
@@ -460,6 +461,8 @@ def main() -> int:
             # Same LLVM optimisation level as mlir-cpu-runner, if supported.
             args.harness_opt = re.search(r"(^|[\s,\[])-O\b", helptext,
                                          re.M) is not None
+            # It captures the program's output; --echo copies it to stdout.
+            args.harness_echo = "--echo" in helptext
 
     args.out.mkdir(parents=True, exist_ok=True)
     workloads = discover(args.bench_dir.resolve(), only)
