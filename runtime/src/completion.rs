@@ -201,6 +201,31 @@ impl Completion {
         }
     }
 
+    /// Mutation 2 (test-only): `add_waiter` without its compare-and-swap.
+    /// The state is checked, then the node is linked by a plain store, so a
+    /// completion between the two is lost (upstream's group race).
+    ///
+    /// # Safety
+    /// As `add_waiter`.
+    #[cfg(feature = "mutation-group-race")]
+    pub(crate) unsafe fn add_waiter_racy(&self, node: *mut Waiter) -> Result<(), Outcome> {
+        let current = self.word.load(Ordering::Acquire);
+        if let Some(outcome) = Outcome::decode(current) {
+            return Err(outcome);
+        }
+        // SAFETY: the node is not shared yet.
+        unsafe { (*node).next.set(current as *mut Waiter) };
+        self.word.store(node as usize, Ordering::Release);
+        Ok(())
+    }
+
+    /// Mutation 3 (test-only): a write to the state word, as the C++
+    /// runtime's mutex unlock that ran after the last reference was gone.
+    #[cfg(feature = "mutation-touch-after-free")]
+    pub(crate) fn mutation_touch(&self) {
+        self.word.fetch_or(0, Ordering::Release);
+    }
+
     /// Runs `task` once the object has completed: through the pool, at once
     /// if it already has.
     pub(crate) fn resume_when_complete(&self, task: Task) {

@@ -9,11 +9,12 @@
 //! takes it to zero completes the group's own completion, which wakes its
 //! awaiters. Nothing here takes a lock.
 
+use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{Action, Completion, Outcome, Waiter};
 use crate::misuse::abort_misuse;
-use crate::object::{Header, Kind};
+use crate::object::{self, Header, Kind};
 use crate::stats;
 use crate::sync::{AtomicI64, Ordering};
 use crate::token::Token;
@@ -106,7 +107,12 @@ impl Group {
         self.header.add_ref(1, call);
         let node = Box::into_raw(Box::new(Waiter::new(Action::NotifyGroup(this))));
         // SAFETY: a fresh heap node, owned by the token's list once linked.
-        if let Err(outcome) = unsafe { token.completion().add_waiter(node) } {
+        #[cfg(not(feature = "mutation-group-race"))]
+        let linked = unsafe { token.completion().add_waiter(node) };
+        #[cfg(feature = "mutation-group-race")]
+        // SAFETY: as above.
+        let linked = unsafe { token.completion().add_waiter_racy(node) };
+        if let Err(outcome) = linked {
             // The token completed in between: count it here.
             // SAFETY: not linked, so still ours.
             drop(unsafe { Box::from_raw(node) });
@@ -165,10 +171,12 @@ impl Group {
     /// # Safety
     /// Called by `object::destroy` once, with no reference left.
     pub(crate) unsafe fn free(this: *mut Group, call: &str) {
-        // SAFETY: we own the group, allocated by `create`.
-        let group = unsafe { Box::from_raw(this) };
-        group.completion.check_no_waiters(call, "group");
-        drop(group);
+        // SAFETY: we own the group, allocated by `create` (a `Box`).
+        unsafe {
+            (*this).completion.check_no_waiters(call, "group");
+            std::ptr::drop_in_place(this);
+            object::release_memory(this.cast(), Layout::new::<Group>());
+        }
         stats::object_freed(Kind::Group);
     }
 }

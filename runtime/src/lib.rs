@@ -11,11 +11,14 @@
 //! - [`scheduler`]: the runtime instance that owns the rayon pool, task
 //!   spawning, in-flight accounting and teardown.
 //! - [`stats`]: live-object counters read by tools (leak checks).
+//! - [`fuzz`]: schedule fuzzing for tests (`MLIR_ASYNC_RUNTIME_FUZZ`), off
+//!   by default.
 //! - [`misuse`]: the one-line abort for misuse the ABI cannot report.
 //! - [`sync`]: atomics, `std` normally and `loom` under `cfg(loom)`.
 
 pub mod abi;
 pub mod completion;
+pub mod fuzz;
 pub mod group;
 pub mod misuse;
 pub mod object;

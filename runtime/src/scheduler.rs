@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use once_cell::sync::Lazy;
 
+use crate::fuzz;
 use crate::misuse::abort_misuse;
 use crate::stats;
 
@@ -156,6 +157,7 @@ pub fn on_worker_thread() -> bool {
 
 /// Queues `task` on the pool (`mlirAsyncRuntimeExecute`): it may run on any
 /// worker, in parallel with the caller.
+#[cfg(not(loom))]
 pub fn spawn(task: Task) {
     // Relaxed: the matching decrement runs after the task starts, which
     // the pool's queue orders after this increment.
@@ -168,6 +170,13 @@ pub fn spawn(task: Task) {
     }
 }
 
+/// Under loom, a task runs at once on the calling thread: the models check
+/// the objects' state machines, which hand tasks over here, not the pool.
+#[cfg(loom)]
+pub fn spawn(task: Task) {
+    task.run();
+}
+
 /// Schedules a continuation that a completion just made ready.
 ///
 /// On a worker, the first one goes to the worker's next-task slot and runs
@@ -177,6 +186,11 @@ pub fn spawn(task: Task) {
 /// worker (a dependency chain is sequential anyway). If the slot is taken,
 /// the older task goes to the deque where other workers can steal it.
 pub fn spawn_continuation(task: Task) {
+    match fuzz::continuation_route() {
+        fuzz::Route::Usual => {}
+        fuzz::Route::Pool => return spawn(task),
+        fuzz::Route::Inline => return fuzz::run_inline(|| task.run()),
+    }
     if !on_worker_thread() {
         spawn(task);
         return;
@@ -201,6 +215,7 @@ pub(crate) fn release_next_task() {
 fn run_tasks(task: Task) {
     let mut next = Some(task);
     while let Some(task) = next {
+        fuzz::before_task();
         task.run();
         task_finished();
         next = NEXT_TASK.with(Cell::take);
@@ -270,6 +285,7 @@ pub fn num_workers() -> usize {
 /// Tears the current instance down, if there is one: waits for every task
 /// queued or running, drops the pool, waits until its threads have exited,
 /// and reports objects still alive on stderr. Must not run on a worker.
+#[cfg_attr(feature = "mutation-destroy-no-drain", allow(unreachable_code))]
 pub fn destroy() {
     if on_worker_thread() {
         abort_misuse("__mlir_execution_engine_destroy", "called from a worker thread");
@@ -280,6 +296,13 @@ pub fn destroy() {
     let Some(instance) = slot.take() else {
         return;
     };
+    #[cfg(feature = "mutation-destroy-no-drain")]
+    {
+        // Mutation 1 (test-only): upstream's unowned pool. Return without
+        // waiting for the tasks in flight or the workers running them.
+        drop((instance, slot));
+        return;
+    }
     if !wait_idle(Some(Duration::from_secs(5))) {
         eprintln!(
             "mlir_async_runtime: destroy: waiting for {} task(s) still in flight",

@@ -1,10 +1,11 @@
 //! `!async.token`: a completion with no payload.
 
+use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{Completion, Outcome};
 use crate::misuse::abort_misuse;
-use crate::object::{Header, Kind};
+use crate::object::{self, Header, Kind};
 use crate::stats;
 
 #[repr(C)]
@@ -59,15 +60,23 @@ impl Token {
         }
         // SAFETY: our last touch of the token.
         unsafe { Header::drop_ref(this.cast(), 1, call) };
+        #[cfg(feature = "mutation-touch-after-free")]
+        // SAFETY: none: mutation 3 (test-only) brings back upstream's
+        // use after free, a write to the object after its last reference.
+        unsafe {
+            (*this).completion.mutation_touch()
+        };
     }
 
     /// # Safety
     /// Called by `object::destroy` once, with no reference left.
     pub(crate) unsafe fn free(this: *mut Token, call: &str) {
-        // SAFETY: we own the token, allocated by `create`.
-        let token = unsafe { Box::from_raw(this) };
-        token.completion.check_no_waiters(call, "token");
-        drop(token);
+        // SAFETY: we own the token, allocated by `create` (a `Box`).
+        unsafe {
+            (*this).completion.check_no_waiters(call, "token");
+            std::ptr::drop_in_place(this);
+            object::release_memory(this.cast(), Layout::new::<Token>());
+        }
         stats::object_freed(Kind::Token);
     }
 }

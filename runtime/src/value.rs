@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use crate::completion::{Completion, Outcome};
 use crate::misuse::abort_misuse;
-use crate::object::{Header, Kind};
+use crate::object::{self, Header, Kind};
 use crate::stats;
 
 /// Alignment of the payload: enough for any scalar, vector or memref
@@ -94,6 +94,12 @@ impl Value {
         }
         // SAFETY: our last touch of the value.
         unsafe { Header::drop_ref(this.cast(), 1, call) };
+        #[cfg(feature = "mutation-touch-after-free")]
+        // SAFETY: none: mutation 3 (test-only) brings back upstream's
+        // use after free, a write to the object after its last reference.
+        unsafe {
+            (*this).completion.mutation_touch()
+        };
     }
 
     /// # Safety
@@ -107,7 +113,7 @@ impl Value {
         // with the layout it was allocated with.
         unsafe {
             std::ptr::drop_in_place(this);
-            alloc::dealloc(this.cast(), layout);
+            object::release_memory(this.cast(), layout);
         }
         stats::object_freed(Kind::Value);
     }
