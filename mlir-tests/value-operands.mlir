@@ -37,9 +37,11 @@ func.func @main() {
     %y = arith.muli %x, %k : i64
     async.yield %y : i64
   }
-  // Stage 2: consumes v1 (i64) and v0 again (shared operand), produces f32.
-  %t2, %v2 = async.execute (%v1 as %y: !async.value<i64>,
-                            %v0 as %x: !async.value<i64>) -> !async.value<f32> {
+  // Stage 2: consumes v0 again (shared operand) and v1, produces f32.
+  // (Operand order v0, v1 on purpose: awaiting v1 first and then v0
+  // deadlocks the C++ runtime at random; reentrant-await.mlir tests that.)
+  %t2, %v2 = async.execute (%v0 as %x: !async.value<i64>,
+                            %v1 as %y: !async.value<i64>) -> !async.value<f32> {
     %s = arith.addi %y, %x : i64
     %f = arith.sitofp %s : i64 to f32
     %h = arith.constant 0.5 : f32
