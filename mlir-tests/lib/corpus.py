@@ -54,7 +54,7 @@ ASYNC_PASSES = ','.join([
     'convert-scf-to-cf',
     'convert-vector-to-llvm',
     'finalize-memref-to-llvm',
-    'func.func(convert-arith-to-llvm)',
+    'func.func(arith-expand,convert-arith-to-llvm)',
     'convert-cf-to-llvm',
     'convert-func-to-llvm',
     'reconcile-unrealized-casts',
