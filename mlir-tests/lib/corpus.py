@@ -218,26 +218,37 @@ def programs(files, subs):
     return out
 
 
+def lower_one(p, out_dir, t):
+    ll = os.path.join(out_dir, p['name'] + '.ll')
+    cmd = '%s | %s --mlir-to-llvmir -o %s' % (
+        p['lower'], shlex.quote(t['mlir_translate']), shlex.quote(ll + '.tmp'))
+    r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        return 'lowering %s failed:\n%s\n%s\n' % (p['name'], cmd, r.stderr)
+    os.replace(ll + '.tmp', ll)
+    p['ll'] = ll
+    return None
+
+
 def lower_all(files, out_dir, llvm_prefix, runtime, quiet=False):
+    """Lower every program (in parallel); returns (programs, #failures).
+    Programs that lowered have p['ll'] set."""
+    from concurrent.futures import ThreadPoolExecutor
     os.makedirs(out_dir, exist_ok=True)
     subs = substitutions(llvm_prefix, runtime)
     t = tools(llvm_prefix)
     progs = programs(files, subs)
+    jobs = int(os.environ.get('CORPUS_JOBS', os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        errors = list(ex.map(lambda p: lower_one(p, out_dir, t), progs))
     failed = 0
-    for p in progs:
-        ll = os.path.join(out_dir, p['name'] + '.ll')
-        cmd = '%s | %s --mlir-to-llvmir -o %s' % (
-            p['lower'], shlex.quote(t['mlir_translate']), shlex.quote(ll + '.tmp'))
-        r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
-                           stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
+    for p, err in zip(progs, errors):
+        if err:
             failed += 1
-            sys.stderr.write('lowering %s failed:\n%s\n%s\n' % (p['name'], cmd, r.stderr))
-            continue
-        os.replace(ll + '.tmp', ll)
-        p['ll'] = ll
-        if not quiet:
-            sys.stderr.write('  LOWER %s\n' % p['name'])
+            sys.stderr.write(err)
+        elif not quiet:
+            sys.stderr.write('  LOWER %s -> %s\n' % (p['name'], p['ll']))
     return progs, failed
 
 
