@@ -34,7 +34,8 @@ Stage 1 is the lowering (mlir-opt only, reading %s); stage 2 the runner, whose
 check. `make corpus` lowers each RUN line to target/corpus/<id>.ll (id = file
 stem, or stem.N for the N-th RUN line of a file with several) and writes
 target/corpus/manifest.tsv with columns
-    name ll check_file check_prefix entry entry_result env requires xfail source
+    name ll check_file check_prefix entry entry_result env requires xfail
+    unsupported source
 ('-' = empty). Parsing lives in lib/corpus.py; *.test files are not corpus
 programs (they check the corpus itself: ABI coverage and exports).
 """

@@ -70,7 +70,8 @@ SYMBOL_RE = re.compile(r'\bmlirAsyncRuntim\w*')
 HOOKS = ['__mlir_execution_engine_init', '__mlir_execution_engine_destroy']
 
 MANIFEST_COLUMNS = ['name', 'll', 'check_file', 'check_prefix', 'entry',
-                    'entry_result', 'env', 'requires', 'xfail', 'source']
+                    'entry_result', 'env', 'requires', 'xfail', 'unsupported',
+                    'source']
 
 
 def tools(llvm_prefix=DEFAULT_LLVM_PREFIX):
@@ -214,6 +215,7 @@ def programs(files, subs):
             p['source'] = path
             p['requires'] = ','.join(directive(path, 'REQUIRES'))
             p['xfail'] = ','.join(directive(path, 'XFAIL'))
+            p['unsupported'] = ','.join(directive(path, 'UNSUPPORTED'))
             out.append(p)
     return out
 
