@@ -9,16 +9,25 @@ Params:
                       relative to this file)
   runtime_kind=cxx|rust  override the detection below
   llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19)
+  timeout=SECONDS     per-test time limit (default 300; only when the Python
+                      module psutil is installed, which lit needs for it)
 
 Features: `cxx-runtime` when the runtime path lies under the LLVM prefix (or
 runtime_kind=cxx), otherwise `rust-runtime`. Tests the C++ runtime is known to
 fail say `// XFAIL: cxx-runtime` with the reason; tests of behaviour only ours
-has (MLIR_ASYNC_RUNTIME_WORKERS) say `// REQUIRES: rust-runtime`.
+has (MLIR_ASYNC_RUNTIME_WORKERS) say `// REQUIRES: rust-runtime`; a test
+that hangs the C++ runtime (so it cannot XFAIL reliably) says
+`// UNSUPPORTED: cxx-runtime`.
 
 Substitutions (defined once, in lib/corpus.py, which the lowering script
 shares): %mlir_opt %mlir_translate %mlir_cpu_runner FileCheck not
 %mlir_c_runner_utils %mlir_runner_utils %mlir_async_runtime %cxx_runtime
-%async_passes   the pass list of MLIR's async integration tests (no wrapper)
+%async_passes   the pass list of MLIR's async integration tests (no wrapper),
+                plus what MLIR 19 needs on top: convert-vector-to-llvm
+                (vector.print), expand-strided-metadata + lower-affine and
+                arith-expand (arith.ceildivsi from async-parallel-for),
+                convert-cf-to-llvm. Parallel-for tests prepend
+                async-parallel-for{...} inside builtin.module(...).
 %async_to_llvm  -pass-pipeline="builtin.module(%async_passes)"
 %async_func_to_llvm   same, with async-func-to-async-runtime first (async.func)
 %async_policy_passes  %async_passes with policy-based ref counting
@@ -36,7 +45,9 @@ stem, or stem.N for the N-th RUN line of a file with several) and writes
 target/corpus/manifest.tsv with columns
     name ll check_file check_prefix entry entry_result env requires xfail
     unsupported source
-('-' = empty). Parsing lives in lib/corpus.py; *.test files are not corpus
+('-' = empty). The .ll still holds LLVM coroutine intrinsics: run the
+coroutine passes (e.g. opt -passes='default<O0>') before code generation, as
+mlir-cpu-runner does. Parsing lives in lib/corpus.py; *.test files are not corpus
 programs (they check the corpus itself: ABI coverage and exports).
 """
 import os
@@ -76,5 +87,11 @@ config.substitutions.append(('%python', sys.executable))
 # FileCheck / not / count resolve through PATH: put LLVM 19 first.
 config.environment['PATH'] = os.pathsep.join(
     [os.path.join(llvm_prefix, 'bin'), config.environment.get('PATH', '')])
+try:
+    import psutil  # noqa: F401  (lit's per-test timeout needs it)
+    lit_config.maxIndividualTestTime = int(lit_config.params.get('timeout', 300))
+except ImportError:
+    pass
+
 # Never inherit a worker count from the caller: tests set it explicitly.
 config.environment.pop('MLIR_ASYNC_RUNTIME_WORKERS', None)
