@@ -5,13 +5,15 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 /// Default MLIR pass pipeline for `.mlir` input: the one MLIR's own async
-/// integration tests use, lowering async, scf, memref, arith, cf and func to
-/// the LLVM dialect.
+/// integration tests use (the corpus's `%async_to_llvm`, see
+/// mlir-tests/lib/corpus.py), lowering async, scf, affine, vector, memref,
+/// arith, cf and func to the LLVM dialect.
 pub const DEFAULT_PIPELINE: &str = "builtin.module(async-to-async-runtime,\
 func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),\
 convert-async-to-llvm,func.func(convert-linalg-to-loops,convert-scf-to-cf),\
-finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-func-to-llvm,\
-convert-cf-to-llvm,reconcile-unrealized-casts)";
+expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,\
+finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-cf-to-llvm,\
+convert-func-to-llvm,reconcile-unrealized-casts)";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Checked runs per second: one corpus program N times through jit-harness
+# (one process, --repeat N, output checked after every run) against N
+# separate `mlir-cpu-runner | FileCheck` processes (what lit does per run),
+# plus the harness's resident memory sampled over its N runs.
+#
+#   scripts/bench-harness.sh [-n N] [--runner-n M] [--program NAME]
+#       [--harness PATH] [--runtime SO] [--llvm-bin DIR] [--corpus DIR]
+#
+# N defaults to 1000; M (the mlir-cpu-runner processes) defaults to N, capped
+# at 300 (about 50-90 ms each): the rate is a rate, so fewer processes give the
+# same number in less time. The program defaults to `values` from the corpus
+# (target/corpus, written by `make corpus`); its .ll goes to the harness, and
+# the RUN line's mlir-opt lowering of the same source to mlir-cpu-runner.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+n=1000
+runner_n=""
+program=values
+harness=$root/target/release/jit-harness
+runtime=$root/target/release/libmlir_async_runtime.so
+llvm_bin=/usr/lib/llvm-19/bin
+corpus=$root/target/corpus
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) n=$2; shift 2;;
+    --runner-n) runner_n=$2; shift 2;;
+    --program) program=$2; shift 2;;
+    --harness) harness=$2; shift 2;;
+    --runtime) runtime=$2; shift 2;;
+    --llvm-bin) llvm_bin=$2; shift 2;;
+    --corpus) corpus=$2; shift 2;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0;;
+    *) echo "bench-harness: unknown argument $1" >&2; exit 2;;
+  esac
+done
+[ -n "$runner_n" ] || runner_n=$(( n < 300 ? n : 300 ))
+
+llvm_lib=$(cd "$llvm_bin/../lib" && pwd)
+libs=$llvm_lib/libmlir_c_runner_utils.so,$llvm_lib/libmlir_runner_utils.so
+manifest=$corpus/manifest.tsv
+[ -x "$harness" ] || { echo "bench-harness: no harness at $harness (make build)" >&2; exit 2; }
+[ -f "$runtime" ] || { echo "bench-harness: no runtime at $runtime" >&2; exit 2; }
+[ -f "$manifest" ] || { echo "bench-harness: no $manifest (make corpus)" >&2; exit 2; }
+
+row=$(awk -F'\t' -v p="$program" '$1 == p' "$manifest")
+[ -n "$row" ] || { echo "bench-harness: $program is not in $manifest" >&2; exit 2; }
+IFS=$'\t' read -r _ ll check prefix entry result envs _ _ _ <<<"$row"
+[ "$prefix" = "-" ] && prefix=CHECK
+[ "$envs" = "-" ] && envs=""
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# mlir-cpu-runner reads the LLVM dialect: the RUN line's own lowering stage
+# (from the corpus's parser), i.e. exactly what lit runs.
+lower=$(python3 - "$root/mlir-tests/lib" "$(dirname "$llvm_bin")" "$runtime" "$program" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import corpus
+subs = corpus.substitutions(sys.argv[2], sys.argv[3])
+for p in corpus.programs(corpus.corpus_files(), subs):
+    if p['name'] == sys.argv[4]:
+        print(p['lower'])
+PY
+)
+[ -n "$lower" ] || { echo "bench-harness: cannot find the lowering of $program" >&2; exit 2; }
+bash -o pipefail -c "$lower" >"$work/prog.mlir"
+
+now() { date +%s.%N; }
+rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.1f", n / t }'; }
+
+# jit-harness: one process, N checked runs, RSS sampled every 50 ms.
+t0=$(now)
+env $envs "$harness" "$ll" --runtime "$runtime" --shared-lib "$libs" --entry "$entry" \
+  --check "$check" --check-prefix "$prefix" --repeat "$n" --json >"$work/harness.json" &
+pid=$!
+: >"$work/rss"
+while kill -0 "$pid" 2>/dev/null; do
+  awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null >>"$work/rss" || true
+  sleep 0.05
+done
+status=0
+wait "$pid" || status=$?
+t1=$(now)
+harness_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+if [ "$status" -ne 0 ]; then
+  echo "bench-harness: jit-harness failed (exit $status): $(cat "$work/harness.json")" >&2
+  exit 1
+fi
+
+# mlir-cpu-runner: one process per run, each output checked by FileCheck.
+t0=$(now)
+for ((i = 0; i < runner_n; i++)); do
+  env $envs "$llvm_bin/mlir-cpu-runner" "$work/prog.mlir" -O0 -e "$entry" \
+    -entry-point-result="$result" -shared-libs="$libs,$runtime" \
+    | "$llvm_bin/FileCheck" "$check" --check-prefix="$prefix" \
+    || { echo "bench-harness: mlir-cpu-runner run $((i + 1)) failed its check" >&2; exit 1; }
+done
+t1=$(now)
+runner_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+
+hr=$(rate "$n" "$harness_s")
+rr=$(rate "$runner_n" "$runner_s")
+ratio=$(awk -v a="$hr" -v b="$rr" 'BEGIN { printf "%.0f", a / b }')
+echo "program: $program ($ll) against $runtime"
+echo "jit-harness:     $n checked runs in ${harness_s}s (JIT compile included): $hr runs/s"
+echo "                 $(cat "$work/harness.json")"
+echo "mlir-cpu-runner: $runner_n checked runs (runner | FileCheck) in ${runner_s}s: $rr runs/s"
+echo "ratio:           ${ratio}x"
+awk -v n="$n" '
+  { v[NR] = $1; if ($1 > max) max = $1 }
+  END {
+    if (NR < 4) { print "rss: too few samples (" NR ")"; exit }
+    q = int(NR / 10); if (q < 1) q = 1
+    printf "rss (KiB):       %d samples over %d runs: at 10%% %d, at 50%% %d, last %d, max %d, growth after 10%% %+d\n",
+      NR, n, v[q], v[int(NR / 2)], v[NR], max, v[NR] - v[q]
+  }' "$work/rss"
