@@ -89,7 +89,7 @@ config.environment['PATH'] = os.pathsep.join(
     [os.path.join(llvm_prefix, 'bin'), config.environment.get('PATH', '')])
 try:
     import psutil  # noqa: F401  (lit's per-test timeout needs it)
-    lit_config.maxIndividualTestTime = int(lit_config.params.get('timeout', 300))
+    config.maxIndividualTestTime = int(lit_config.params.get('timeout', 300))
 except ImportError:
     pass
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build and test this project:
 # LLVM/MLIR 19 (llvm-19-dev, llvm-19-tools for FileCheck, mlir-19-tools,
-# libmlir-19 with the C++ runtime, libmlir-19-dev for its header) and `lit`.
+# libmlir-19 with the C++ runtime, libmlir-19-dev for its header), `lit`, and
+# `psutil` (without it lit cannot enforce per-test timeouts, and a hang would
+# stall CI instead of failing it).
 # Does nothing when everything is present, so `make` can call it every time.
 set -euo pipefail
 
@@ -31,9 +33,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! command -v lit >/dev/null 2>&1 && ! python3 -c 'import lit' >/dev/null 2>&1; then
-  echo "setup: installing lit from PyPI" >&2
-  python3 -m pip install --quiet lit
+PY_MISSING=()
+python3 -c 'import lit' >/dev/null 2>&1 || PY_MISSING+=(lit)
+python3 -c 'import psutil' >/dev/null 2>&1 || PY_MISSING+=(psutil)
+if [ "${#PY_MISSING[@]}" -gt 0 ]; then
+  echo "setup: installing ${PY_MISSING[*]} from PyPI" >&2
+  python3 -m pip install --quiet --root-user-action=ignore "${PY_MISSING[@]}"
+fi
+if ! command -v lit >/dev/null 2>&1; then
+  echo "setup: lit is installed but not on PATH (PATH=$PATH)" >&2
+  exit 1
 fi
 
 for pkg in "${APT_PACKAGES[@]}"; do
