@@ -37,10 +37,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                 return 0;
             }
             _ => {
+                // clap's message is several lines; keep those before "Usage:".
                 let text = e.render().to_string();
-                let first = text.lines().next().unwrap_or("bad arguments");
-                let first = first.strip_prefix("error: ").unwrap_or(first);
-                eprintln!("jit-harness: {first} (see --help)");
+                let lines: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let msg = lines.join(" ");
+                let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+                eprintln!("jit-harness: {msg} (see --help)");
                 return 2;
             }
         },

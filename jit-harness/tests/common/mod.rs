@@ -1,0 +1,92 @@
+//! Helpers shared by the integration tests: the built harness, the two
+//! runtimes, the test data.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const LLVM: &str = "/usr/lib/llvm-19";
+
+pub fn harness() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_jit-harness"))
+}
+
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+/// Our runtime, as `make test` builds it before running the tests.
+pub fn our_runtime() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/libmlir_async_runtime.so");
+    assert!(p.is_file(), "{} is missing: run `cargo build --release --workspace` first", p.display());
+    p
+}
+
+pub fn cxx_runtime() -> PathBuf {
+    let p = PathBuf::from(LLVM).join("lib/libmlir_async_runtime.so");
+    assert!(p.is_file(), "{} is missing (scripts/setup.sh installs it)", p.display());
+    p
+}
+
+pub fn c_runner_utils() -> String {
+    format!("{LLVM}/lib/libmlir_c_runner_utils.so")
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut cmd = Command::new(harness());
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().expect("cannot start jit-harness");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_with_stdin(args, None)
+}
+
+/// The summary printed by --json.
+pub fn summary(r: &Run) -> serde_json::Value {
+    let line = r.stdout.lines().last().unwrap_or_else(|| panic!("no summary; stderr: {}", r.stderr));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}; stderr: {}", r.stderr))
+}
+
+/// Lowers tests/data/NAME.mlir to LLVM IR in a temp dir with MLIR 19's tools.
+pub fn lower_to_ll(name: &str, dir: &Path) -> PathBuf {
+    let src = data(&format!("{name}.mlir"));
+    let out = dir.join(format!("{name}.ll"));
+    let pipeline = jit_harness::cli::DEFAULT_PIPELINE;
+    let status = Command::new("bash")
+        .arg("-o")
+        .arg("pipefail")
+        .arg("-c")
+        .arg(format!(
+            "{LLVM}/bin/mlir-opt '{}' --pass-pipeline='{pipeline}' | {LLVM}/bin/mlir-translate --mlir-to-llvmir -o '{}'",
+            src.display(),
+            out.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success(), "lowering {name} failed");
+    out
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jit-harness-test-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

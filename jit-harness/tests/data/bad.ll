@@ -1,0 +1,3 @@
+define void @main() {
+  ret i32 oops
+}

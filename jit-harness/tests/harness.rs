@@ -1,0 +1,211 @@
+//! Integration tests that run the built jit-harness binary.
+
+mod common;
+use common::*;
+
+fn s(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn passing_mlir_program_under_our_runtime() {
+    let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
+    let utils = c_runner_utils();
+    let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--echo"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert!(r.stdout.starts_with("40\n41\n42\n"), "echoed output: {:?}", r.stdout);
+    assert!(r.stdout.contains("1 runs, 1 passed, 0 failed, 0 hung, 0 leaked"), "{}", r.stdout);
+    assert!(!r.stdout.contains("leak check off"), "our runtime has the leak check: {}", r.stdout);
+}
+
+#[test]
+fn default_runtime_is_next_to_the_harness() {
+    // target/release/jit-harness finds target/release/libmlir_async_runtime.so.
+    our_runtime();
+    let r = run(&[&s(&data("ret.ll")), "--json"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    let j = summary(&r);
+    assert!(j["runtime"].as_str().unwrap().ends_with("target/release/libmlir_async_runtime.so"), "{j}");
+    assert_eq!(j["leak_check"], true);
+}
+
+#[test]
+fn repeated_runs_are_all_checked() {
+    let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
+    let utils = c_runner_utils();
+    let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "500", "--json"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    let j = summary(&r);
+    assert_eq!(j["runs"], 500);
+    assert_eq!(j["passed"], 500);
+    assert_eq!(j["failed"], 0);
+    assert!(j["median_us"].as_f64().unwrap() > 0.0);
+    assert!(j["p99_us"].as_f64().unwrap() >= j["median_us"].as_f64().unwrap());
+}
+
+#[test]
+fn ll_file_and_standard_input() {
+    let dir = temp_dir("ll");
+    let ll = lower_to_ll("hello", &dir);
+    let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
+    let utils = c_runner_utils();
+    let args = ["--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "20", "--json"];
+    let mut a = vec![ll.to_str().unwrap()];
+    a.extend_from_slice(&args);
+    let r = run(&a);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(summary(&r)["passed"], 20);
+    // `-` reads standard input: LLVM IR, and MLIR in a pipe after mlir-opt.
+    let text = std::fs::read(&ll).unwrap();
+    let mut a = vec!["-"];
+    a.extend_from_slice(&args);
+    let r = run_with_stdin(&a, Some(&text));
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(summary(&r)["passed"], 20);
+    let mlir = std::fs::read(data("hello.mlir")).unwrap();
+    let r = run_with_stdin(&a, Some(&mlir));
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(summary(&r)["passed"], 20);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn same_program_passes_against_both_runtimes() {
+    let utils = c_runner_utils();
+    let check = s(&data("hello.check"));
+    for rt in [our_runtime(), cxx_runtime()] {
+        let rt = s(&rt);
+        let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "100", "--json"]);
+        assert_eq!(r.code, 0, "{rt}: stderr: {}", r.stderr);
+        let j = summary(&r);
+        assert_eq!(j["passed"], 100, "{rt}: {j}");
+    }
+}
+
+#[test]
+fn cxx_runtime_runs_without_leak_check_and_says_so() {
+    let rt = s(&cxx_runtime());
+    let r = run(&[&s(&data("leak.ll")), "--runtime", &rt, "--repeat", "3"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert!(r.stdout.contains("leak check off: the runtime has no rust_mlir_async_runtime_stats"), "{}", r.stdout);
+}
+
+#[test]
+fn wrong_output_fails_every_run() {
+    let (rt, check) = (s(&our_runtime()), s(&data("wrong.check")));
+    let utils = c_runner_utils();
+    let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "4", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    let j = summary(&r);
+    assert_eq!((j["runs"].as_u64(), j["failed"].as_u64(), j["passed"].as_u64()), (Some(4), Some(4), Some(0)), "{j}");
+    for i in 1..=4 {
+        assert!(r.stderr.contains(&format!("run {i}: check failed")), "{}", r.stderr);
+    }
+    assert!(r.stderr.contains("wrong.check:3: CHECK-NEXT: 43: expected string not found"), "{}", r.stderr);
+}
+
+#[test]
+fn i32_entry_result_is_checked_like_mlir_cpu_runner_prints_it() {
+    let dir = temp_dir("ret");
+    let check = dir.join("ret.check");
+    std::fs::write(&check, "CHECK: {{^}}7{{$}}\n").unwrap();
+    let rt = s(&our_runtime());
+    let r = run(&[&s(&data("ret.ll")), "--runtime", &rt, "--check", check.to_str().unwrap(), "--repeat", "3"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    std::fs::write(&check, "CHECK: 8\n").unwrap();
+    let r = run(&[&s(&data("ret.ll")), "--runtime", &rt, "--check", check.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn hung_run_is_reported_by_the_watchdog() {
+    let rt = s(&our_runtime());
+    let t = std::time::Instant::now();
+    let r = run(&[&s(&data("hang.ll")), "--runtime", &rt, "--repeat", "3", "--timeout", "0.5", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(t.elapsed().as_secs_f64() < 20.0);
+    assert!(r.stderr.contains("run 1 of 3 hung: no result after 0.5 s"), "{}", r.stderr);
+    assert!(r.stderr.contains("1 live tokens, 0 live values, 0 live groups, 0 tasks in flight"), "{}", r.stderr);
+    let j = summary(&r);
+    assert_eq!((j["hung"].as_u64(), j["runs"].as_u64(), j["passed"].as_u64()), (Some(1), Some(1), Some(0)), "{j}");
+    // The C++ runtime hangs the same way; it has no counts to show.
+    let rt = s(&cxx_runtime());
+    let r = run(&[&s(&data("hang.ll")), "--runtime", &rt, "--timeout", "0.5"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains("run 1 of 1 hung") && r.stderr.contains("counts unavailable"), "{}", r.stderr);
+    assert!(r.stdout.contains("1 hung"), "{}", r.stdout);
+}
+
+#[test]
+fn leaking_program_is_reported_under_our_runtime() {
+    let rt = s(&our_runtime());
+    let r = run(&[&s(&data("leak.ll")), "--runtime", &rt, "--repeat", "3", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    let j = summary(&r);
+    assert_eq!((j["leaked"].as_u64(), j["passed"].as_u64()), (Some(3), Some(0)), "{j}");
+    assert!(r.stderr.contains("run 1 leaked 1 runtime objects (live tokens 0 -> 1"), "{}", r.stderr);
+    assert!(r.stderr.contains("run 3 leaked 1 runtime objects (live tokens 2 -> 3"), "{}", r.stderr);
+    // --no-leak-check turns it off, and says so.
+    let r = run(&[&s(&data("leak.ll")), "--runtime", &rt, "--no-leak-check"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert!(r.stdout.contains("leak check off: disabled by --no-leak-check"), "{}", r.stdout);
+}
+
+/// Every bad input: its message, one line on stderr, its exit code, and no
+/// panic or backtrace.
+#[test]
+fn bad_inputs_give_one_line_and_their_exit_code() {
+    let rt = s(&our_runtime());
+    let utils = c_runner_utils();
+    let dir = temp_dir("bad");
+    let empty_check = dir.join("empty.check");
+    std::fs::write(&empty_check, "no directives here\n").unwrap();
+    let hello = s(&data("hello.mlir"));
+    let hello_ll = lower_to_ll("hello", &dir);
+    let hello_ll = s(&hello_ll);
+    let cases: Vec<(Vec<String>, i32, &str)> = vec![
+        (vec!["/nonexistent/prog.ll".into()], 2, "cannot read /nonexistent/prog.ll: No such file or directory"),
+        (vec![s(&data("bad.ll"))], 2, "bad.ll:2:11: error: expected value token (in `ret i32 oops`)"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--entry".into(), "nope".into()], 2, "entry point `nope` not found"),
+        (vec![s(&data("typed.ll"))], 2, "entry point `main` has type `i64 (i32)`; expected `void ()` or `i32 ()`"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), "/nonexistent/libx.so".into()], 2, "shared library /nonexistent/libx.so: no such file"),
+        (vec![hello_ll.clone(), "--runtime".into(), "/nonexistent/librt.so".into()], 2, "runtime library /nonexistent/librt.so: no such file"),
+        (vec![hello_ll.clone(), "--runtime".into(), utils.clone()], 2, "is not an async runtime: it does not export mlirAsyncRuntimeAddRef"),
+        (vec![hello_ll.clone(), "--pipeline".into(), "x".into()], 2, "--pipeline applies to MLIR input"),
+        (vec![hello.clone(), "--input-format".into(), "ll".into(), "--pipeline".into(), "x".into()], 2, "conflicts with --input-format ll"),
+        (vec![hello_ll.clone(), "--check-prefix".into(), "X".into()], 2, "--check"),
+        (vec![hello_ll.clone(), "--repeat".into(), "0".into()], 2, "--repeat"),
+        (vec![hello_ll.clone(), "--no-such-flag".into()], 2, "unexpected argument '--no-such-flag'"),
+        (vec![hello_ll.clone()], 2, "unresolved symbol `printI64` (and 1 more: printNewline)"),
+        (vec![s(&data("unresolved.ll"))], 2, "unresolved symbol `no_such_function_anywhere`"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--llvm-passes".into(), "verify".into()], 2, "still calls the coroutine intrinsic llvm.coro."),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&empty_check)], 2, "no check strings found with prefix 'CHECK:'"),
+        (vec![hello.clone(), "--pipeline".into(), "builtin.module(no-such-pass)".into()], 2, "mlir-opt rejected"),
+        (vec![hello.clone(), "--mlir-bin".into(), "/nonexistent".into()], 2, "cannot run /nonexistent/mlir-opt"),
+    ];
+    for (args, code, msg) in cases {
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        a.extend_from_slice(&["--runtime", &rt]);
+        if args.iter().any(|x| x == "--runtime") {
+            a.truncate(a.len() - 2);
+        }
+        let r = run(&a);
+        assert_eq!(r.code, code, "{args:?}: stderr: {}", r.stderr);
+        assert!(r.stderr.contains(msg), "{args:?}: expected {msg:?} in {:?}", r.stderr);
+        assert_eq!(r.stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {:?}", r.stderr);
+        assert!(r.stderr.starts_with("jit-harness: "), "{args:?}: {:?}", r.stderr);
+        assert!(!r.stderr.contains("panicked") && !r.stderr.contains("RUST_BACKTRACE"), "{:?}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}: stdout {:?}", r.stdout);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn help_lists_the_flags() {
+    let r = run(&["--help"]);
+    assert_eq!(r.code, 0);
+    for f in ["--runtime", "--shared-lib", "--entry", "--repeat", "--timeout", "--check", "--json", "-O", "--pipeline"] {
+        assert!(r.stdout.contains(f), "--help lacks {f}");
+    }
+}
