@@ -71,7 +71,7 @@ bash -o pipefail -c "$lower" >"$work/prog.mlir"
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.1f", n / t }'; }
 
-# jit-harness: one process, N checked runs, RSS sampled every 50 ms.
+# jit-harness: one process, N checked runs, RSS sampled every 10 ms.
 t0=$(now)
 env $envs "$harness" "$ll" --runtime "$runtime" --shared-lib "$libs" --entry "$entry" \
   --check "$check" --check-prefix "$prefix" --repeat "$n" --json >"$work/harness.json" &
@@ -79,7 +79,7 @@ pid=$!
 : >"$work/rss"
 while kill -0 "$pid" 2>/dev/null; do
   awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null >>"$work/rss" || true
-  sleep 0.05
+  sleep 0.01
 done
 status=0
 wait "$pid" || status=$?
@@ -109,11 +109,13 @@ echo "jit-harness:     $n checked runs in ${harness_s}s (JIT compile included): 
 echo "                 $(cat "$work/harness.json")"
 echo "mlir-cpu-runner: $runner_n checked runs (runner | FileCheck) in ${runner_s}s: $rr runs/s"
 echo "ratio:           ${ratio}x"
+# Growth is measured from the sample at 20% of the samples (the JIT and the
+# runtime's threads are up by then) to the last one.
 awk -v n="$n" '
   { v[NR] = $1; if ($1 > max) max = $1 }
   END {
-    if (NR < 4) { print "rss: too few samples (" NR ")"; exit }
-    q = int(NR / 10); if (q < 1) q = 1
-    printf "rss (KiB):       %d samples over %d runs: at 10%% %d, at 50%% %d, last %d, max %d, growth after 10%% %+d\n",
+    if (NR < 5) { print "rss: too few samples (" NR "); use a larger -n"; exit }
+    q = int(NR / 5); if (q < 1) q = 1
+    printf "rss (KiB):       %d samples over %d runs: at 20%% %d, at 50%% %d, last %d, max %d, growth after 20%% %+d\n",
       NR, n, v[q], v[int(NR / 2)], v[NR], max, v[NR] - v[q]
   }' "$work/rss"
