@@ -119,3 +119,38 @@ fn wait_idle_times_out_while_a_task_runs() {
     release.store(true, Ordering::SeqCst);
     assert!(rust_mlir_async_runtime_wait_idle(10_000));
 }
+
+#[test]
+fn destroy_waits_for_continuations_made_ready_by_tasks_in_flight() {
+    // Work that is not queued yet when destroy starts: each task completes
+    // a token on which a continuation waits. The continuation only enters
+    // the count when the task completes the token, inside the task, so the
+    // count must not touch zero in between (loom_drain.rs models this).
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const CHAINS: usize = 8;
+    let continuations = Arc::new(AtomicUsize::new(0));
+    for _ in 0..CHAINS {
+        let token = mlirAsyncRuntimeCreateToken();
+        let addr = token as usize;
+        let done = Arc::clone(&continuations);
+        let (handle, resume) = task(move || {
+            thread::sleep(Duration::from_millis(20));
+            done.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: the continuation owns the consumer's reference.
+            unsafe { mlirAsyncRuntimeDropRef(addr as *mut _, 1) };
+        });
+        // SAFETY: live token; the consumer's reference moves to the
+        // continuation, the producer's to the task.
+        unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token, handle, resume) };
+        let (handle, resume) = task(move || {
+            thread::sleep(Duration::from_millis(20));
+            // SAFETY: the producer's reference.
+            unsafe { mlirAsyncRuntimeEmplaceToken(addr as *mut _) };
+        });
+        mlirAsyncRuntimeExecute(handle, resume);
+    }
+    __mlir_execution_engine_destroy();
+    assert_eq!(continuations.load(Ordering::SeqCst), CHAINS, "destroy returned before the continuations ran");
+    assert_eq!(stats().tasks_in_flight, 0);
+    assert_eq!(worker_threads(), 0);
+}
