@@ -9,6 +9,7 @@
 
 pub mod capture;
 pub mod cli;
+pub mod crash;
 pub mod error;
 pub mod filecheck;
 pub mod input;
@@ -145,6 +146,7 @@ fn run_cli(cli: &Cli) -> Result<i32> {
         echo: cli.echo,
         json: cli.json,
     };
+    crash::install();
     let summary = run::run_all(&cfg, &capture, tally, &pb);
     drop(capture);
     // Destroy hooks wait for the runtime's tasks; only then is the JIT'd

@@ -178,6 +178,7 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
     for i in 1..=cfg.repeat {
         let before = leak.map(|x| x.stats());
         watch.run.store(i, Ordering::Release);
+        crate::crash::set_current_run(i);
         // +1 so that a run starting at the base instant is not "idle".
         watch.started_ns.store(watch.base.elapsed().as_nanos() as u64 + 1, Ordering::Release);
         capture.begin();
@@ -257,6 +258,7 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
         }
         pb.inc(1);
     }
+    crate::crash::set_current_run(0);
     pb.finish_and_clear();
     tally.lock().map(|mut t| t.finish()).unwrap_or_default()
 }

@@ -209,3 +209,15 @@ fn help_lists_the_flags() {
         assert!(r.stdout.contains(f), "--help lacks {f}");
     }
 }
+
+#[test]
+fn a_crashing_run_is_named_before_the_process_dies() {
+    let rt = s(&our_runtime());
+    let r = run(&[&s(&data("crash.ll")), "--runtime", &rt, "--repeat", "10"]);
+    assert_eq!(r.code, -1, "killed by the re-raised signal; stderr: {}", r.stderr);
+    assert!(
+        r.stderr.contains("jit-harness: run 3 crashed: SIGSEGV"),
+        "stderr: {}",
+        r.stderr
+    );
+}
