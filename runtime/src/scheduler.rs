@@ -185,6 +185,12 @@ pub fn spawn(task: Task) {
 /// stack depth, and without a trip through the deque or waking another
 /// worker (a dependency chain is sequential anyway). If the slot is taken,
 /// the older task goes to the deque where other workers can steal it.
+///
+/// A task in the slot cannot be stolen until the current task returns.
+/// That delays nothing in compiled code: a task completes its token or
+/// value as its last step (`async.yield`), and a task that blocks in an
+/// `Await*` first moves the slot's task to the deque
+/// ([`release_next_task`]).
 pub fn spawn_continuation(task: Task) {
     match fuzz::continuation_route() {
         fuzz::Route::Usual => {}
