@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::completion::Outcome;
 use crate::group::Group;
 use crate::object::Header;
+use crate::observe::Origin;
 use crate::scheduler::{self, Task};
 use crate::stats::{self, RuntimeStats};
 use crate::thread_id;
@@ -211,7 +212,9 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitTokenAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitTokenAndExecute";
     // SAFETY: as above.
     let token = unsafe { Token::from_abi(token, CALL) };
-    token.completion().resume_when_complete(Task::new(handle, resume, CALL));
+    token
+        .completion()
+        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterToken));
 }
 
 /// # Safety
@@ -225,7 +228,9 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValueAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitValueAndExecute";
     // SAFETY: as above.
     let value = unsafe { Value::from_abi(value, CALL) };
-    value.completion().resume_when_complete(Task::new(handle, resume, CALL));
+    value
+        .completion()
+        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterValue));
 }
 
 /// # Safety
@@ -239,7 +244,9 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroupAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitAllInGroupAndExecute";
     // SAFETY: as above.
     let group = unsafe { Group::from_abi(group, CALL) };
-    group.completion().resume_when_complete(Task::new(handle, resume, CALL));
+    group
+        .completion()
+        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterGroup));
 }
 
 /// The real upstream name has no `e` after `Runtim`.

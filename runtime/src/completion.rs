@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use crate::group::Group;
 use crate::misuse::abort_misuse;
+use crate::observe;
 use crate::scheduler::{self, Task};
 use crate::sync::thread::{self, Thread};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
@@ -271,6 +272,7 @@ impl Completion {
             // that ends this wait: let the pool run it.
             scheduler::release_next_task();
         }
+        let observed = observe::wait_started();
         let mut backoff = Backoff::default();
         // Acquire: pairs with the Release in `Waiter::fire`.
         while !done.load(Ordering::Acquire) {
@@ -284,6 +286,9 @@ impl Completion {
             } else if !backoff.spin() {
                 thread::park();
             }
+        }
+        if let Some(start) = observed {
+            observe::wait_ended(start, on_worker);
         }
         self.state().expect("woken before completion")
     }

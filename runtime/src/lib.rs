@@ -11,6 +11,9 @@
 //! - [`scheduler`]: the runtime instance that owns the rayon pool, task
 //!   spawning, in-flight accounting and teardown.
 //! - [`stats`]: live-object counters read by tools (leak checks).
+//! - [`observe`]: the switch and hooks of observability, off by default:
+//!   the task trace ([`trace`], `MLIR_ASYNC_RUNTIME_TRACE`) and the
+//!   counters ([`counters`], `MLIR_ASYNC_RUNTIME_STATS`).
 //! - [`fuzz`]: schedule fuzzing for tests (`MLIR_ASYNC_RUNTIME_FUZZ`), off
 //!   by default.
 //! - [`misuse`]: the one-line abort for misuse the ABI cannot report.
@@ -18,15 +21,18 @@
 
 pub mod abi;
 pub mod completion;
+pub mod counters;
 pub mod fuzz;
 pub mod group;
 pub mod misuse;
 pub mod object;
+pub mod observe;
 pub mod scheduler;
 pub mod stats;
 pub mod sync;
 pub mod thread_id;
 pub mod token;
+pub mod trace;
 pub mod value;
 
 pub use completion::Outcome;

@@ -26,6 +26,7 @@ use once_cell::sync::Lazy;
 
 use crate::fuzz;
 use crate::misuse::abort_misuse;
+use crate::observe::{self, Origin, Route};
 use crate::stats;
 
 /// Environment variable that sets the number of worker threads.
@@ -36,6 +37,8 @@ pub const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
 pub struct Task {
     handle: *mut c_void,
     resume: unsafe extern "C" fn(*mut c_void),
+    /// What made the task ready (the trace and the counters show it).
+    origin: Origin,
 }
 
 // SAFETY: a coroutine handle may be resumed on any thread; that is the
@@ -51,12 +54,21 @@ impl Task {
         call: &str,
     ) -> Task {
         match resume {
-            Some(resume) => Task { handle, resume },
+            Some(resume) => Task { handle, resume, origin: Origin::Execute },
             None => abort_misuse(call, "null resume function"),
         }
     }
 
-    fn run(self) {
+    /// The same task, made ready by `origin`.
+    pub fn with_origin(self, origin: Origin) -> Task {
+        Task { origin, ..self }
+    }
+
+    pub fn origin(self) -> Origin {
+        self.origin
+    }
+
+    pub(crate) fn run(self) {
         // SAFETY: the compiled code handed us a valid coroutine handle and
         // its resume function; resuming it exactly once is the contract.
         unsafe { (self.resume)(self.handle) }
@@ -129,6 +141,7 @@ impl Instance {
             .panic_handler(|_| abort_misuse("worker thread", "a task panicked"))
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start pool: {e}")));
+        observe::instance_started();
         Instance { pool, workers }
     }
 }
@@ -161,7 +174,8 @@ pub fn on_worker_thread() -> bool {
 pub fn spawn(task: Task) {
     // Relaxed: the matching decrement runs after the task starts, which
     // the pool's queue orders after this increment.
-    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    let queued = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
+    observe::task_queued(queued);
     if on_worker_thread() {
         // From inside the pool: push onto this worker's own deque.
         rayon::spawn(move || run_tasks(task));
@@ -195,13 +209,14 @@ pub fn spawn_continuation(task: Task) {
     match fuzz::continuation_route() {
         fuzz::Route::Usual => {}
         fuzz::Route::Pool => return spawn(task),
-        fuzz::Route::Inline => return fuzz::run_inline(|| task.run()),
+        fuzz::Route::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
     }
     if !on_worker_thread() {
         spawn(task);
         return;
     }
-    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    let queued = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
+    observe::task_queued(queued);
     if let Some(older) = NEXT_TASK.with(|slot| slot.replace(Some(task))) {
         rayon::spawn(move || run_tasks(older));
     }
@@ -220,11 +235,13 @@ pub(crate) fn release_next_task() {
 /// and so on: a loop, never a recursion.
 fn run_tasks(task: Task) {
     let mut next = Some(task);
+    let mut route = Route::Queued;
     while let Some(task) = next {
         fuzz::before_task();
-        task.run();
+        observe::run_task(task, route);
         task_finished();
         next = NEXT_TASK.with(Cell::take);
+        route = Route::Slot;
     }
 }
 
@@ -300,6 +317,8 @@ pub fn destroy() {
     // instance while this one drains; workers never take this lock.
     let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
     let Some(instance) = slot.take() else {
+        drop(slot);
+        observe::write_results();
         return;
     };
     #[cfg(feature = "mutation-destroy-no-drain")]
@@ -327,5 +346,7 @@ pub fn destroy() {
         }
     }
     drop(slot);
+    // Every worker has exited: their trace buffers and counters are final.
+    observe::write_results();
     stats::report_live_objects("destroy");
 }

@@ -26,6 +26,7 @@ fn counter(kind: Kind) -> &'static AtomicI64 {
 // values visible.
 pub(crate) fn object_created(kind: Kind) {
     counter(kind).fetch_add(1, Ordering::Relaxed);
+    crate::observe::object_created(kind);
 }
 
 pub(crate) fn object_freed(kind: Kind) {

@@ -1,0 +1,133 @@
+//! Counters of what the runtime did, printed on stderr at destroy when
+//! `MLIR_ASYNC_RUNTIME_STATS=1` (switch in [`crate::observe`]).
+//!
+//! Each thread counts into its own block of cells, registered once in a
+//! global list. Only the owning thread writes a block (a relaxed load and
+//! store, no read-modify-write, no shared cache line), and the table sums
+//! the blocks of every thread that ever counted (peaks: the maximum).
+//! Totals are cumulative since the process started.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::object::Kind;
+use crate::observe::{Origin, Route};
+
+/// One counter of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Counter {
+    /// Tasks run to their next suspension (Execute and continuations).
+    TasksExecuted,
+    /// `mlirAsyncRuntimeExecute` tasks run.
+    ExecuteTasks,
+    /// Continuations run on the completing worker without a queue (the
+    /// next-task slot, or nested under schedule fuzzing).
+    ContinuationsInline,
+    /// Continuations that went through the pool's queues.
+    ContinuationsPooled,
+    /// Blocking `Await*` calls that had to wait.
+    BlockingWaits,
+    TokensCreated,
+    ValuesCreated,
+    GroupsCreated,
+    /// Most tokens, values and groups alive at once (sampled at creation).
+    PeakLiveObjects,
+    /// Most tasks queued or running at once (sampled when queued).
+    PeakTasksQueued,
+}
+
+const COUNT: usize = Counter::PeakTasksQueued as usize + 1;
+
+const ALL: [(Counter, &str); COUNT] = [
+    (Counter::TasksExecuted, "tasks executed"),
+    (Counter::ExecuteTasks, "  from execute"),
+    (Counter::ContinuationsInline, "  continuations inline"),
+    (Counter::ContinuationsPooled, "  continuations via pool"),
+    (Counter::BlockingWaits, "blocking waits"),
+    (Counter::TokensCreated, "tokens created"),
+    (Counter::ValuesCreated, "values created"),
+    (Counter::GroupsCreated, "groups created"),
+    (Counter::PeakLiveObjects, "peak live objects"),
+    (Counter::PeakTasksQueued, "peak tasks queued"),
+];
+
+impl Counter {
+    fn is_peak(self) -> bool {
+        matches!(self, Counter::PeakLiveObjects | Counter::PeakTasksQueued)
+    }
+}
+
+type Block = [AtomicU64; COUNT];
+
+static BLOCKS: Mutex<Vec<Arc<Block>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static LOCAL: Arc<Block> = {
+        let block: Arc<Block> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&block));
+        block
+    };
+}
+
+/// Applies `f` to this thread's cell of `counter`.
+fn update(counter: Counter, f: impl FnOnce(u64) -> u64) {
+    let _ = LOCAL.try_with(|block| {
+        let cell = &block[counter as usize];
+        // Relaxed: only this thread writes its block; the reader runs
+        // after the workers were joined (or accepts a moving snapshot).
+        cell.store(f(cell.load(Ordering::Relaxed)), Ordering::Relaxed);
+    });
+}
+
+fn add(counter: Counter) {
+    update(counter, |n| n + 1);
+}
+
+pub(crate) fn task_ran(origin: Origin, route: Route) {
+    add(Counter::TasksExecuted);
+    match (origin, route) {
+        (Origin::Execute, _) => add(Counter::ExecuteTasks),
+        (_, Route::Queued) => add(Counter::ContinuationsPooled),
+        (_, Route::Slot | Route::Nested) => add(Counter::ContinuationsInline),
+    }
+}
+
+pub(crate) fn queued(in_flight: usize) {
+    update(Counter::PeakTasksQueued, |peak| peak.max(in_flight as u64));
+}
+
+pub(crate) fn blocking_wait() {
+    add(Counter::BlockingWaits);
+}
+
+pub(crate) fn object_created(kind: Kind) {
+    add(match kind {
+        Kind::Token => Counter::TokensCreated,
+        Kind::Value => Counter::ValuesCreated,
+        Kind::Group => Counter::GroupsCreated,
+    });
+    let live = crate::stats::snapshot().live_objects().max(0) as u64;
+    update(Counter::PeakLiveObjects, |peak| peak.max(live));
+}
+
+/// The totals over every thread so far.
+pub fn totals() -> Vec<(Counter, &'static str, u64)> {
+    let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    ALL.iter()
+        .map(|&(counter, label)| {
+            let values = blocks.iter().map(|b| b[counter as usize].load(Ordering::Relaxed));
+            let total = if counter.is_peak() { values.max().unwrap_or(0) } else { values.sum() };
+            (counter, label, total)
+        })
+        .collect()
+}
+
+/// Prints the table on stderr, in one write.
+pub(crate) fn print_table() {
+    let mut text = String::from("mlir_async_runtime: counters since process start\n");
+    for (_, label, value) in totals() {
+        text.push_str(&format!("  {label:<26}{value:>12}\n"));
+    }
+    eprint!("{text}");
+}
