@@ -97,6 +97,16 @@ pub struct Cli {
     #[arg(long)]
     pub json: bool,
 
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of every task of every run to FILE
+    /// (our runtime only: sets MLIR_ASYNC_RUNTIME_TRACE).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// Print the runtime's counters, summed over all runs, on standard error at the end
+    /// (our runtime only: sets MLIR_ASYNC_RUNTIME_STATS=1).
+    #[arg(long)]
+    pub stats: bool,
+
     /// A label for the summary line (default: the input path).
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,

@@ -103,7 +103,19 @@ fn run_cli(cli: &Cli) -> Result<i32> {
             lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, pipeline)?
         }
     };
+    // Our runtime reads these once, at its first call: set them before it
+    // is loaded. It writes the trace and prints the counters at destroy,
+    // which comes once, after all runs.
+    if let Some(path) = &cli.trace {
+        std::env::set_var("MLIR_ASYNC_RUNTIME_TRACE", path);
+    }
+    if cli.stats {
+        std::env::set_var("MLIR_ASYNC_RUNTIME_STATS", "1");
+    }
     let mut libs = resolve::Libraries::load(&runtime, &cli.shared_libs)?;
+    if (cli.trace.is_some() || cli.stats) && libs.introspection.is_none() {
+        eprintln!("jit-harness: warning: --trace and --stats need our runtime; {} records nothing", runtime.display());
+    }
     let built = jit::Jit::build(&ir, &input.name, cli.opt_level, cli.llvm_passes.as_deref(), &cli.entry, |prep| {
         let names: Vec<String> = prep.externals.iter().map(|(n, _)| n.clone()).collect();
         let resolved = libs.resolve(&names)?;
