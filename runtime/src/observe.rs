@@ -13,6 +13,9 @@
 //! runtimes rewrites the whole trace file at each destroy, with the events
 //! of all of them, and prints the counters of all of them so far.
 
+// Under loom every hook is off, so the switch itself goes unused.
+#![cfg_attr(loom, allow(dead_code))]
+
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
