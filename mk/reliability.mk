@@ -2,7 +2,7 @@
 # schedule fuzzing, sanitizers and mutation tests.
 # Variables from the top Makefile: CARGO, RUNTIME_SO, HARNESS, LLVM_PREFIX.
 #   make loom-ci        loom models, LOOM_MAX_PREEMPTIONS=2 (part of make test)
-#   make loom           the same models explored deeper (LOOM_MAX_PREEMPTIONS=3)
+#   make loom           the same models explored deeper (LOOM_MAX_PREEMPTIONS=4)
 #   make stress-ci      every corpus program a few hundred times (part of make test)
 #   make stress         10,000 in-process runs per program and fuzz mode + 200 processes
 #   make mutations      each re-injected historic bug is caught (part of make test)
@@ -14,11 +14,19 @@ PYTHON               ?= python3
 NIGHTLY              ?= +nightly
 SAN_TARGET           ?= x86_64-unknown-linux-gnu
 LOOM_CI_PREEMPTIONS  ?= 2
-LOOM_DEEP_PREEMPTIONS ?= 3
+LOOM_DEEP_PREEMPTIONS ?= 4
 STRESS_RUNS          ?= 10000
 STRESS_PROCS         ?= 200
 STRESS_CI_RUNS       ?= 300
 STRESS_CI_PROCS      ?= 10
+# Per program and fuzz mode, in-process runs are capped at about this many
+# seconds (never fewer than the floor): the corpus has programs with a
+# million tasks per run (nested-chain-1m, ~0.5 s a run), where 10,000 runs
+# would take hours. Programs under the cap get all their runs.
+STRESS_MAX_SECONDS    ?= 120
+STRESS_MIN_RUNS       ?= 200
+STRESS_CI_MAX_SECONDS ?= 8
+STRESS_CI_MIN_RUNS    ?= 10
 STRESS_ARGS          ?=
 
 LOOM_CARGO = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CURDIR)/target/loom \
@@ -37,11 +45,13 @@ loom: setup
 
 stress: build
 	$(PYTHON) scripts/stress.py --runs $(STRESS_RUNS) --procs $(STRESS_PROCS) \
+	  --max-seconds $(STRESS_MAX_SECONDS) --min-runs $(STRESS_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress $(STRESS_ARGS)
 
 stress-ci: build
 	$(PYTHON) scripts/stress.py --runs $(STRESS_CI_RUNS) --procs $(STRESS_CI_PROCS) \
+	  --max-seconds $(STRESS_CI_MAX_SECONDS) --min-runs $(STRESS_CI_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress-ci $(STRESS_ARGS)
 

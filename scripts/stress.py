@@ -36,6 +36,12 @@ def parse_args():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--runs', type=int, default=10000,
                     help='in-process runs per program and fuzz mode (0: skip)')
+    ap.add_argument('--max-seconds', type=float, default=0,
+                    help='cap each in-process mode at about this many seconds: a program '
+                         'whose calibration run is slow gets fewer than --runs runs, never '
+                         'fewer than --min-runs (0: no cap)')
+    ap.add_argument('--min-runs', type=int, default=200,
+                    help='floor of in-process runs under --max-seconds')
     ap.add_argument('--procs', type=int, default=200,
                     help='mlir-cpu-runner processes per program (0: skip)')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 2,
@@ -112,21 +118,46 @@ def log_failure(args, name, text):
     return path
 
 
+def harness_cmd(args, prog, tools, runs):
+    return [args.harness, prog['ll'], '--runtime', args.runtime,
+            '--shared-lib', tools['mlir_c_runner_utils'],
+            '--shared-lib', tools['mlir_runner_utils'],
+            '--entry', prog['entry'], '--repeat', str(runs),
+            '--check', prog['source'], '--check-prefix', prog['check_prefix'],
+            '--timeout', str(args.timeout), '--json', '--name', prog['name']]
+
+
+def planned_runs(args, prog, fuzz_seed, tools):
+    """--runs, or fewer when --max-seconds is set and a short calibration
+    (3 runs) says --runs would take longer."""
+    if not args.max_seconds:
+        return args.runs
+    start = time.monotonic()
+    subprocess.run(harness_cmd(args, prog, tools, 3), env=program_env(prog, fuzz_seed),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=600 + 3 * args.timeout)
+    per_run = (time.monotonic() - start) / 3
+    return max(min(args.runs, int(args.max_seconds / per_run)), min(args.min_runs, args.runs))
+
+
 def harness_row(args, prog, fuzz_seed, tools):
     """One jit-harness process running the program --runs times."""
     mode = 'harness, fuzz %s' % ('off' if fuzz_seed is None else 'seed %d' % fuzz_seed)
+    runs = planned_runs(args, prog, fuzz_seed, tools)
     cmd = [args.harness, prog['ll'], '--runtime', args.runtime,
            '--shared-lib', tools['mlir_c_runner_utils'],
            '--shared-lib', tools['mlir_runner_utils'],
-           '--entry', prog['entry'], '--repeat', str(args.runs),
+           '--entry', prog['entry'], '--repeat', str(runs),
            '--check', prog['source'], '--check-prefix', prog['check_prefix'],
            '--timeout', str(args.timeout), '--json', '--name', prog['name']]
     start = time.monotonic()
-    row = {'program': prog['name'], 'mode': mode, 'runs': args.runs,
+    row = {'program': prog['name'], 'mode': mode, 'runs': runs,
            'failed': 0, 'hung': 0, 'leaked': 0}
+    if runs < args.runs:
+        row['note'] = 'capped from %d runs by --max-seconds' % args.runs
     # Generous overall limit: the harness's own watchdog reports hung runs;
     # this only catches a harness that cannot report at all.
-    limit = 600 + args.runs * 0.2
+    limit = 600 + runs * 0.2 + (3 * args.max_seconds if args.max_seconds else 0)
     try:
         r = subprocess.run(cmd, env=program_env(prog, fuzz_seed), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=limit)

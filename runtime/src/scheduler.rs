@@ -207,9 +207,12 @@ pub fn spawn(task: Task) {
 /// ([`release_next_task`]).
 pub fn spawn_continuation(task: Task) {
     match fuzz::continuation_route() {
-        fuzz::Route::Usual => {}
         fuzz::Route::Pool => return spawn(task),
-        fuzz::Route::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
+        // Only on a worker: tasks never run on the caller's thread.
+        fuzz::Route::Inline if on_worker_thread() => {
+            return fuzz::run_inline(|| observe::run_task(task, Route::Nested))
+        }
+        _ => {}
     }
     if !on_worker_thread() {
         spawn(task);
