@@ -133,10 +133,17 @@ def planned_runs(args, prog, fuzz_seed, tools):
     if not args.max_seconds:
         return args.runs
     start = time.monotonic()
-    subprocess.run(harness_cmd(args, prog, tools, 3), env=program_env(prog, fuzz_seed),
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=600 + 3 * args.timeout)
+    r = subprocess.run(harness_cmd(args, prog, tools, 3), env=program_env(prog, fuzz_seed),
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                       timeout=600 + 3 * args.timeout)
+    # The harness's own per-run time excludes its start-up (JIT compile);
+    # fall back to wall time if it printed no summary.
     per_run = (time.monotonic() - start) / 3
+    for line in r.stdout.splitlines():
+        try:
+            per_run = max(json.loads(line)['p99_us'] / 1e6, 1e-6)
+        except (ValueError, KeyError, TypeError):
+            pass
     return max(min(args.runs, int(args.max_seconds / per_run)), min(args.min_runs, args.runs))
 
 
