@@ -21,9 +21,12 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 
-test: build test-rust lit
+# Rust tests, the lit corpus, then the reliability suite's CI part: loom
+# models, the re-injected historic bugs, and a reduced stress run
+# (docs/reliability.md).
+test: build test-rust lit reliability-ci
 
-test-rust: setup
+test-rust: build
 	$(CARGO) test --release --workspace
 
 # The corpus against our runtime (the default of the lit parameter).
