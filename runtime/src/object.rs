@@ -7,6 +7,7 @@
 
 use std::alloc::Layout;
 
+use crate::completion::{Completion, Outcome};
 use crate::misuse::abort_misuse;
 use crate::sync::{fence, AtomicI64, AtomicU32, Ordering};
 
@@ -190,5 +191,37 @@ pub(crate) unsafe fn release_memory(ptr: *mut u8, layout: Layout) {
     // leaked on purpose (a model allocates a handful per iteration).
     unsafe {
         std::ptr::write_bytes(ptr, 0xff, layout.size())
+    };
+}
+
+/// An object with a completion that a producer completes once: a token or
+/// a value (`#[repr(C)]`, with its [`Header`] first).
+pub(crate) trait Completable {
+    const KIND: Kind;
+    fn completion(&self) -> &Completion;
+}
+
+/// Emplaces (`Available`) or sets the error (`Error`), runs the waiters,
+/// then drops the producer's reference: the creation reference that the
+/// task releases when it completes its token or value.
+///
+/// # Safety
+/// `this` is a live object on which the caller holds the producer's
+/// reference. Neither this function nor the caller may touch the object
+/// after the `drop_ref`: it may be freed at once (upstream's use after
+/// free unlocked a mutex inside the object at that point).
+pub(crate) unsafe fn complete_and_release<T: Completable>(this: *const T, outcome: Outcome, call: &str) {
+    // SAFETY: live while we hold the producer's reference.
+    let object = unsafe { &*this };
+    if object.completion().complete(outcome).is_err() {
+        abort_misuse(call, &format!("{} completed twice", T::KIND.name()));
+    }
+    // SAFETY: our last touch of the object.
+    unsafe { Header::drop_ref(this.cast(), 1, call) };
+    #[cfg(feature = "mutation-touch-after-free")]
+    // SAFETY: none: mutation 3 (test-only) brings back upstream's use
+    // after free, a write to the object after its last reference.
+    unsafe {
+        (*this).completion().mutation_touch()
     };
 }

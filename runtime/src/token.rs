@@ -4,7 +4,6 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{Completion, Outcome};
-use crate::misuse::abort_misuse;
 use crate::object::{self, Header, Kind};
 use crate::stats;
 
@@ -53,19 +52,8 @@ impl Token {
     /// `this` is a live token on which the caller holds the producer's
     /// reference; the token must not be touched after this call.
     pub unsafe fn complete(this: *const Token, outcome: Outcome, call: &str) {
-        // SAFETY: live while we hold the producer's reference.
-        let token = unsafe { &*this };
-        if token.completion.complete(outcome).is_err() {
-            abort_misuse(call, "token completed twice");
-        }
-        // SAFETY: our last touch of the token.
-        unsafe { Header::drop_ref(this.cast(), 1, call) };
-        #[cfg(feature = "mutation-touch-after-free")]
-        // SAFETY: none: mutation 3 (test-only) brings back upstream's
-        // use after free, a write to the object after its last reference.
-        unsafe {
-            (*this).completion.mutation_touch()
-        };
+        // SAFETY: forwarded contract.
+        unsafe { object::complete_and_release(this, outcome, call) };
     }
 
     /// # Safety
@@ -78,5 +66,13 @@ impl Token {
             object::release_memory(this.cast(), Layout::new::<Token>());
         }
         stats::object_freed(Kind::Token);
+    }
+}
+
+impl object::Completable for Token {
+    const KIND: Kind = Kind::Token;
+
+    fn completion(&self) -> &Completion {
+        &self.completion
     }
 }

@@ -87,19 +87,8 @@ impl Value {
     /// # Safety
     /// As `Token::complete`.
     pub unsafe fn complete(this: *const Value, outcome: Outcome, call: &str) {
-        // SAFETY: live while we hold the producer's reference.
-        let value = unsafe { &*this };
-        if value.completion.complete(outcome).is_err() {
-            abort_misuse(call, "value completed twice");
-        }
-        // SAFETY: our last touch of the value.
-        unsafe { Header::drop_ref(this.cast(), 1, call) };
-        #[cfg(feature = "mutation-touch-after-free")]
-        // SAFETY: none: mutation 3 (test-only) brings back upstream's
-        // use after free, a write to the object after its last reference.
-        unsafe {
-            (*this).completion.mutation_touch()
-        };
+        // SAFETY: forwarded contract.
+        unsafe { object::complete_and_release(this, outcome, call) };
     }
 
     /// # Safety
@@ -116,5 +105,13 @@ impl Value {
             object::release_memory(this.cast(), layout);
         }
         stats::object_freed(Kind::Value);
+    }
+}
+
+impl object::Completable for Value {
+    const KIND: Kind = Kind::Value;
+
+    fn completion(&self) -> &Completion {
+        &self.completion
     }
 }
