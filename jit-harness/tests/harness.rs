@@ -221,3 +221,30 @@ fn a_crashing_run_is_named_before_the_process_dies() {
         r.stderr
     );
 }
+
+#[test]
+fn trace_and_stats_cover_every_repeated_run() {
+    let trace = temp_dir("trace").join("hello.json");
+    let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
+    let utils = c_runner_utils();
+    let r = run(&[
+        &s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check,
+        "--repeat", "5", "--trace", &s(&trace), "--stats",
+    ]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    let executed: u64 = r
+        .stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("tasks executed"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or_else(|| panic!("no counters on stderr: {}", r.stderr));
+    assert!(executed >= 10, "two tasks per run over 5 runs, got {executed}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let tasks = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "task")
+        .count() as u64;
+    assert_eq!(tasks, executed, "the trace holds every task the counters saw");
+}
