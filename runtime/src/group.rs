@@ -64,9 +64,7 @@ impl Group {
     /// As `Token::from_abi`.
     pub unsafe fn from_abi<'a>(ptr: *mut Group, call: &str) -> &'a Group {
         // SAFETY: forwarded contract.
-        unsafe { Header::expect_kind(ptr.cast(), Kind::Group, call) };
-        // SAFETY: checked to be a live group.
-        unsafe { &*ptr }
+        unsafe { object::checked(ptr, call) }
     }
 
     pub fn completion(&self) -> &Completion {
@@ -179,4 +177,8 @@ impl Group {
         }
         stats::object_freed(Kind::Group);
     }
+}
+
+impl object::RuntimeObject for Group {
+    const KIND: Kind = Kind::Group;
 }

@@ -194,10 +194,28 @@ pub(crate) unsafe fn release_memory(ptr: *mut u8, layout: Layout) {
     };
 }
 
-/// An object with a completion that a producer completes once: a token or
-/// a value (`#[repr(C)]`, with its [`Header`] first).
-pub(crate) trait Completable {
+/// A token, value or group: `#[repr(C)]`, with its [`Header`] first.
+pub(crate) trait RuntimeObject {
     const KIND: Kind;
+}
+
+/// Checks that `ptr` is a live object of kind `T` and borrows it.
+///
+/// # Safety
+/// `ptr` is null or points to readable memory of at least a header; if it
+/// is an object of kind `T`, the caller holds a reference for the borrow's
+/// length.
+pub(crate) unsafe fn checked<'a, T: RuntimeObject>(ptr: *mut T, call: &str) -> &'a T {
+    // SAFETY: forwarded contract; the kind check rejects null, freed and
+    // foreign pointers and objects of another kind.
+    unsafe { Header::expect_kind(ptr.cast(), T::KIND, call) };
+    // SAFETY: checked to be a live `T`, which starts with its header.
+    unsafe { &*ptr }
+}
+
+/// An object with a completion that a producer completes once: a token or
+/// a value.
+pub(crate) trait Completable: RuntimeObject {
     fn completion(&self) -> &Completion;
 }
 

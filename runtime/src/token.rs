@@ -32,9 +32,7 @@ impl Token {
     /// it is a token, the caller holds a reference for the borrow's length.
     pub unsafe fn from_abi<'a>(ptr: *mut Token, call: &str) -> &'a Token {
         // SAFETY: forwarded contract.
-        unsafe { Header::expect_kind(ptr.cast(), Kind::Token, call) };
-        // SAFETY: checked to be a live token.
-        unsafe { &*ptr }
+        unsafe { object::checked(ptr, call) }
     }
 
     pub fn completion(&self) -> &Completion {
@@ -69,9 +67,11 @@ impl Token {
     }
 }
 
-impl object::Completable for Token {
+impl object::RuntimeObject for Token {
     const KIND: Kind = Kind::Token;
+}
 
+impl object::Completable for Token {
     fn completion(&self) -> &Completion {
         &self.completion
     }

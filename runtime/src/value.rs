@@ -61,9 +61,7 @@ impl Value {
     /// As `Token::from_abi`.
     pub unsafe fn from_abi<'a>(ptr: *mut Value, call: &str) -> &'a Value {
         // SAFETY: forwarded contract.
-        unsafe { Header::expect_kind(ptr.cast(), Kind::Value, call) };
-        // SAFETY: checked to be a live value.
-        unsafe { &*ptr }
+        unsafe { object::checked(ptr, call) }
     }
 
     pub fn completion(&self) -> &Completion {
@@ -108,9 +106,11 @@ impl Value {
     }
 }
 
-impl object::Completable for Value {
+impl object::RuntimeObject for Value {
     const KIND: Kind = Kind::Value;
+}
 
+impl object::Completable for Value {
     fn completion(&self) -> &Completion {
         &self.completion
     }
