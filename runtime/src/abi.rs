@@ -12,15 +12,16 @@ use std::time::Duration;
 
 use crate::completion::Outcome;
 use crate::group::Group;
+use crate::introspection::{self, RuntimeStats};
 use crate::object::Header;
-use crate::observe::Origin;
-use crate::scheduler::{self, Task};
-use crate::stats::{self, RuntimeStats};
+use crate::runtime;
+use crate::task::{Origin, ResumeFn, Task};
 use crate::thread_id;
 use crate::token::Token;
 use crate::value::Value;
+use crate::wait;
 
-type Resume = Option<unsafe extern "C" fn(*mut c_void)>;
+type Resume = Option<ResumeFn>;
 
 // ---- reference counting ---------------------------------------------------
 
@@ -175,7 +176,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeGetValueStorage(value: *mut Value) -> *
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitToken(token: *mut Token) {
     // SAFETY: as above.
-    unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitToken") }.completion().wait();
+    wait::wait(unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitToken") }.completion());
 }
 
 /// # Safety
@@ -183,7 +184,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitToken(token: *mut Token) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValue(value: *mut Value) {
     // SAFETY: as above.
-    unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValue") }.completion().wait();
+    wait::wait(unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValue") }.completion());
 }
 
 /// # Safety
@@ -191,14 +192,14 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValue(value: *mut Value) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroup(group: *mut Group) {
     // SAFETY: as above.
-    unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroup") }.completion().wait();
+    wait::wait(unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroup") }.completion());
 }
 
 // ---- running tasks --------------------------------------------------------
 
 #[no_mangle]
 pub extern "C" fn mlirAsyncRuntimeExecute(handle: *mut c_void, resume: Resume) {
-    scheduler::spawn(Task::new(handle, resume, "mlirAsyncRuntimeExecute"));
+    runtime::execute(Task::new(handle, resume, Origin::Execute, "mlirAsyncRuntimeExecute"));
 }
 
 /// # Safety
@@ -212,9 +213,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitTokenAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitTokenAndExecute";
     // SAFETY: as above.
     let token = unsafe { Token::from_abi(token, CALL) };
-    token
-        .completion()
-        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterToken));
+    runtime::resume_when_complete(token.completion(), Task::new(handle, resume, Origin::AfterToken, CALL));
 }
 
 /// # Safety
@@ -228,9 +227,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValueAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitValueAndExecute";
     // SAFETY: as above.
     let value = unsafe { Value::from_abi(value, CALL) };
-    value
-        .completion()
-        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterValue));
+    runtime::resume_when_complete(value.completion(), Task::new(handle, resume, Origin::AfterValue, CALL));
 }
 
 /// # Safety
@@ -244,15 +241,13 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroupAndExecute(
     const CALL: &str = "mlirAsyncRuntimeAwaitAllInGroupAndExecute";
     // SAFETY: as above.
     let group = unsafe { Group::from_abi(group, CALL) };
-    group
-        .completion()
-        .resume_when_complete(Task::new(handle, resume, CALL).with_origin(Origin::AfterGroup));
+    runtime::resume_when_complete(group.completion(), Task::new(handle, resume, Origin::AfterGroup, CALL));
 }
 
 /// The real upstream name has no `e` after `Runtim`.
 #[no_mangle]
 pub extern "C" fn mlirAsyncRuntimGetNumWorkerThreads() -> i64 {
-    scheduler::num_workers() as i64
+    runtime::num_workers() as i64
 }
 
 #[no_mangle]
@@ -271,7 +266,7 @@ pub extern "C" fn __mlir_execution_engine_init(_export_symbols: *mut c_void) {}
 
 #[no_mangle]
 pub extern "C" fn __mlir_execution_engine_destroy() {
-    scheduler::destroy();
+    runtime::destroy("__mlir_execution_engine_destroy");
 }
 
 /// MLIR 14-16's name for the init hook.
@@ -281,7 +276,7 @@ pub extern "C" fn __mlir_runner_init(_export_symbols: *mut c_void) {}
 /// MLIR 14-16's name for the destroy hook.
 #[no_mangle]
 pub extern "C" fn __mlir_runner_destroy() {
-    scheduler::destroy();
+    runtime::destroy("__mlir_runner_destroy");
 }
 
 // ---- introspection (ours; see docs/introspection-abi.md) --------------------
@@ -294,10 +289,10 @@ pub unsafe extern "C" fn rust_mlir_async_runtime_stats(out: *mut RuntimeStats) {
         crate::misuse::abort_misuse("rust_mlir_async_runtime_stats", "null output pointer");
     }
     // SAFETY: non-null, and the caller promises it is writable.
-    unsafe { out.write(stats::snapshot()) };
+    unsafe { out.write(introspection::stats()) };
 }
 
 #[no_mangle]
 pub extern "C" fn rust_mlir_async_runtime_wait_idle(timeout_ms: u64) -> bool {
-    scheduler::wait_idle(Some(Duration::from_millis(timeout_ms)))
+    runtime::wait_idle(Some(Duration::from_millis(timeout_ms)))
 }

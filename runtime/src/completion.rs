@@ -10,25 +10,22 @@
 //!
 //! Adding a waiter is a compare-and-swap push onto the list while the state
 //! is pending. Completing is one `swap` to the final state, which detaches
-//! the whole list at once; the detached waiters then run with no lock held
+//! the whole list at once; the detached waiters then fire with no lock held
 //! and without touching the object again. A waiter that loses the race to a
-//! completion sees the final state in its failed CAS and runs at once.
+//! completion sees the final state in its failed CAS and is not linked: its
+//! owner acts on the final state itself.
 //!
-//! Waiters never run the coroutine inline: `Resume` waiters are handed to
-//! the scheduler (`spawn_continuation`), which runs them after the current
-//! task returns, so a chain of a million dependent tasks never nests a
-//! million frames on one stack.
+//! A waiter is a node that carries its own fire function, so this module
+//! knows nothing of what waiters do (resume a coroutine through the
+//! scheduler, count a token in a group, wake a blocked thread).
 
 use std::cell::Cell;
 use std::ptr;
-use std::time::Duration;
 
-use crate::group::Group;
 use crate::misuse::abort_misuse;
-use crate::observe;
-use crate::scheduler::{self, Task};
-use crate::sync::thread::{self, Thread};
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::mutation;
+use crate::object::{Header, RuntimeObject};
+use crate::sync::{AtomicUsize, Ordering};
 
 /// The final state of a token, value or group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,56 +61,25 @@ impl Outcome {
     }
 }
 
-/// What to do when the awaited object completes.
-pub(crate) enum Action {
-    /// Resume a suspended coroutine (`Await*AndExecute`), through the pool.
-    Resume(Task),
-    /// Count one more completed token in a group (`AddTokenToGroup`). The
-    /// waiter holds a reference to the group, released after notifying.
-    NotifyGroup(*const Group),
-    /// Wake a thread blocked in `Await*`. This node lives on the blocked
-    /// thread's stack: once `done` is set, the thread may return and the
-    /// node is gone.
-    Wake { thread: Thread, done: AtomicBool },
-}
+/// Runs a fired waiter. It receives the node it was registered with and
+/// owns it from then on (a heap node frees itself; a node on a blocked
+/// thread's stack may vanish as soon as the thread is told to go on).
+pub(crate) type FireFn = unsafe fn(*mut Waiter, Outcome);
 
-/// One entry of an object's waiter list.
+/// One entry of an object's waiter list. Concrete waiters are
+/// `#[repr(C)]` structs with a `Waiter` first, so the fire function can
+/// cast the node back to its own type.
+#[repr(C)]
 pub(crate) struct Waiter {
     next: Cell<*mut Waiter>,
-    action: Action,
+    fire: FireFn,
 }
 
 impl Waiter {
-    pub(crate) fn new(action: Action) -> Waiter {
+    pub(crate) fn new(fire: FireFn) -> Waiter {
         Waiter {
             next: Cell::new(ptr::null_mut()),
-            action,
-        }
-    }
-
-    /// Runs the waiter's action; `node` must not be used afterwards.
-    ///
-    /// # Safety
-    /// `node` was detached from a completed list; heap nodes (`Resume`,
-    /// `NotifyGroup`) came from `Box::into_raw`.
-    unsafe fn fire(node: *mut Waiter, outcome: Outcome) {
-        // SAFETY: the node is valid until its action says otherwise.
-        if let Action::Wake { thread, done } = unsafe { &(*node).action } {
-            let thread = thread.clone();
-            // Release: the waker's view of the object's final state (and of
-            // a value's payload) is visible to the woken thread. After this
-            // store the node may be gone: only the clone is used below.
-            done.store(true, Ordering::Release);
-            thread.unpark();
-            return;
-        }
-        // SAFETY: every other action is a heap node that we now own.
-        let node = unsafe { Box::from_raw(node) };
-        match node.action {
-            Action::Resume(task) => scheduler::spawn_continuation(task),
-            // SAFETY: the waiter holds a reference to the group.
-            Action::NotifyGroup(group) => unsafe { Group::notify_token_completed(group, outcome) },
-            Action::Wake { .. } => unreachable!("handled above"),
+            fire,
         }
     }
 }
@@ -131,7 +97,7 @@ unsafe impl Sync for Completion {}
 
 /// `complete` found the object already complete.
 #[derive(Debug)]
-pub struct AlreadyComplete;
+pub(crate) struct AlreadyComplete;
 
 impl Completion {
     pub(crate) fn pending() -> Completion {
@@ -154,7 +120,7 @@ impl Completion {
         Outcome::decode(self.word.load(Ordering::Acquire))
     }
 
-    /// Moves to the final state and runs every waiter.
+    /// Moves to the final state and fires every waiter.
     ///
     /// The object is not touched after the swap, so the caller may drop its
     /// last reference right after this returns.
@@ -168,17 +134,22 @@ impl Completion {
             return Err(AlreadyComplete);
         }
         // SAFETY: the swap detached the list; this thread owns it alone.
-        unsafe { run_list(prev as *mut Waiter, outcome) };
+        unsafe { fire_list(prev as *mut Waiter, outcome) };
         Ok(())
     }
 
     /// Pushes `node` onto the waiter list, or returns the final state if the
-    /// object already completed (then the node was not linked).
+    /// object already completed (then the node was not linked and still
+    /// belongs to the caller).
     ///
     /// # Safety
-    /// `node` stays valid until it has fired; heap nodes come from
-    /// `Box::into_raw`.
+    /// `node` stays valid until it has fired, and its fire function accepts
+    /// it.
     pub(crate) unsafe fn add_waiter(&self, node: *mut Waiter) -> Result<(), Outcome> {
+        if mutation::GROUP_RACE {
+            // SAFETY: forwarded contract.
+            return unsafe { self.add_waiter_racy(node) };
+        }
         // Acquire on every load of the word: if it is final, we go on to
         // read what the completer published.
         let mut current = self.word.load(Ordering::Acquire);
@@ -202,14 +173,13 @@ impl Completion {
         }
     }
 
-    /// Mutation 2 (test-only): `add_waiter` without its compare-and-swap.
-    /// The state is checked, then the node is linked by a plain store, so a
-    /// completion between the two is lost (upstream's group race).
+    /// Mutation 2 (test-only, [`mutation::GROUP_RACE`]): `add_waiter`
+    /// without its compare-and-swap. The state is checked, then the node is
+    /// linked by a plain store, so a completion between the two is lost.
     ///
     /// # Safety
     /// As `add_waiter`.
-    #[cfg(feature = "mutation-group-race")]
-    pub(crate) unsafe fn add_waiter_racy(&self, node: *mut Waiter) -> Result<(), Outcome> {
+    unsafe fn add_waiter_racy(&self, node: *mut Waiter) -> Result<(), Outcome> {
         let current = self.word.load(Ordering::Acquire);
         if let Some(outcome) = Outcome::decode(current) {
             return Err(outcome);
@@ -218,79 +188,6 @@ impl Completion {
         unsafe { (*node).next.set(current as *mut Waiter) };
         self.word.store(node as usize, Ordering::Release);
         Ok(())
-    }
-
-    /// Mutation 3 (test-only): a write to the state word, as the C++
-    /// runtime's mutex unlock that ran after the last reference was gone.
-    #[cfg(feature = "mutation-touch-after-free")]
-    pub(crate) fn mutation_touch(&self) {
-        self.word.fetch_or(0, Ordering::Release);
-    }
-
-    /// Runs `task` once the object has completed: through the pool, at once
-    /// if it already has.
-    pub(crate) fn resume_when_complete(&self, task: Task) {
-        if self.state().is_some() {
-            scheduler::spawn_continuation(task);
-            return;
-        }
-        let node = Box::into_raw(Box::new(Waiter::new(Action::Resume(task))));
-        // SAFETY: a fresh heap node, owned by the list once linked.
-        if unsafe { self.add_waiter(node) }.is_err() {
-            // SAFETY: not linked, so still ours.
-            let node = unsafe { Box::from_raw(node) };
-            if let Action::Resume(task) = node.action {
-                scheduler::spawn_continuation(task);
-            }
-        }
-    }
-
-    /// Blocks the calling thread until the object completes.
-    ///
-    /// A worker of the pool keeps running other tasks while it waits, so a
-    /// blocking await inside a task cannot starve the pool.
-    pub fn wait(&self) -> Outcome {
-        if let Some(outcome) = self.state() {
-            return outcome;
-        }
-        let node = Waiter::new(Action::Wake {
-            thread: thread::current(),
-            done: AtomicBool::new(false),
-        });
-        let node_ptr = &node as *const Waiter as *mut Waiter;
-        // SAFETY: `node` outlives its time in the list: we do not return
-        // before `done` is set, which is the completer's last use of it.
-        if let Err(outcome) = unsafe { self.add_waiter(node_ptr) } {
-            return outcome;
-        }
-        let Action::Wake { done, .. } = &node.action else {
-            unreachable!("built above")
-        };
-        let on_worker = scheduler::on_worker_thread();
-        if on_worker {
-            // The continuation parked in this worker's slot may be the one
-            // that ends this wait: let the pool run it.
-            scheduler::release_next_task();
-        }
-        let observed = observe::wait_started();
-        let mut backoff = Backoff::default();
-        // Acquire: pairs with the Release in `Waiter::fire`.
-        while !done.load(Ordering::Acquire) {
-            if on_worker {
-                if scheduler::run_one_pending_task() {
-                    continue;
-                }
-                // New work may arrive in the pool while we sleep; look
-                // again soon rather than leave it to the other workers.
-                thread::park_timeout(Duration::from_micros(200));
-            } else if !backoff.spin() {
-                thread::park();
-            }
-        }
-        if let Some(start) = observed {
-            observe::wait_ended(start, on_worker);
-        }
-        self.state().expect("woken before completion")
     }
 
     /// Called when the object is freed: nothing may still wait on it.
@@ -303,38 +200,11 @@ impl Completion {
     }
 }
 
-/// How long a thread outside the pool spins before it parks. Fine-grained
-/// tasks often finish within microseconds; spinning that long saves a
-/// futex sleep and wake on both sides.
-#[derive(Default)]
-struct Backoff {
-    round: u32,
-}
-
-impl Backoff {
-    const SPIN_ROUNDS: u32 = 64;
-    const YIELD_ROUNDS: u32 = 16;
-
-    /// One round of waiting; false once it is time to park.
-    fn spin(&mut self) -> bool {
-        self.round += 1;
-        if self.round <= Self::SPIN_ROUNDS {
-            std::hint::spin_loop();
-            true
-        } else if self.round <= Self::SPIN_ROUNDS + Self::YIELD_ROUNDS {
-            thread::yield_now();
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// Runs a detached waiter list in registration order.
+/// Fires a detached waiter list in registration order.
 ///
 /// # Safety
 /// `head` is a list detached by `Completion::complete`.
-unsafe fn run_list(head: *mut Waiter, outcome: Outcome) {
+unsafe fn fire_list(head: *mut Waiter, outcome: Outcome) {
     // The list was pushed LIFO; reverse it so waiters fire in the order they
     // were registered.
     let mut reversed: *mut Waiter = ptr::null_mut();
@@ -349,11 +219,41 @@ unsafe fn run_list(head: *mut Waiter, outcome: Outcome) {
     }
     node = reversed;
     while !node.is_null() {
-        // Read `next` first: firing may free the node.
+        // Read `next` and `fire` first: firing may free the node.
         // SAFETY: valid until fired.
-        let next = unsafe { (*node).next.get() };
-        // SAFETY: detached, fired exactly once.
-        unsafe { Waiter::fire(node, outcome) };
+        let (next, fire) = unsafe { ((*node).next.get(), (*node).fire) };
+        // SAFETY: detached, fired exactly once, by its own function.
+        unsafe { fire(node, outcome) };
         node = next;
+    }
+}
+
+/// An object with a completion that a producer completes once: a token or
+/// a value.
+pub(crate) trait Completable: RuntimeObject {
+    fn completion(&self) -> &Completion;
+}
+
+/// Emplaces (`Available`) or sets the error (`Error`), fires the waiters,
+/// then drops the producer's reference: the creation reference that the
+/// task releases when it completes its token or value.
+///
+/// # Safety
+/// `this` is a live object on which the caller holds the producer's
+/// reference. Neither this function nor the caller may touch the object
+/// after the `drop_ref`: it may be freed at once (upstream's use after
+/// free unlocked a mutex inside the object at that point).
+pub(crate) unsafe fn complete_and_release<T: Completable>(this: *const T, outcome: Outcome, call: &str) {
+    // SAFETY: live while we hold the producer's reference.
+    let object = unsafe { &*this };
+    if object.completion().complete(outcome).is_err() {
+        abort_misuse(call, &format!("{} completed twice", T::KIND.name()));
+    }
+    // SAFETY: our last touch of the object.
+    unsafe { Header::drop_ref(this.cast(), 1, call) };
+    if mutation::TOUCH_AFTER_FREE {
+        // SAFETY: none: mutation 3 (test-only) brings back upstream's use
+        // after free, a write to the object after its last reference.
+        unsafe { (*this).completion().word.fetch_or(0, Ordering::Release) };
     }
 }

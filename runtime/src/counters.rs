@@ -7,11 +7,11 @@
 //! the blocks of every thread that ever counted (peaks: the maximum).
 //! Totals are cumulative since the process started.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::object::Kind;
-use crate::observe::{Origin, Route};
+use crate::sync::process::{lock, AtomicU64, Mutex, Ordering};
+use crate::task::{Origin, Route};
 
 /// One counter of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,10 @@ pub enum Counter {
     ContinuationsPooled,
     /// Blocking `Await*` calls that had to wait.
     BlockingWaits,
+    /// ... of which on a runtime thread, which handed its place over.
+    BlockingWaitsInTasks,
+    /// Spare threads started to take the place of blocked ones.
+    SpareThreadsStarted,
     TokensCreated,
     ValuesCreated,
     GroupsCreated,
@@ -45,6 +49,8 @@ const ALL: [(Counter, &str); COUNT] = [
     (Counter::ContinuationsInline, "  continuations inline"),
     (Counter::ContinuationsPooled, "  continuations via pool"),
     (Counter::BlockingWaits, "blocking waits"),
+    (Counter::BlockingWaitsInTasks, "  in tasks (handed over)"),
+    (Counter::SpareThreadsStarted, "spare threads started"),
     (Counter::TokensCreated, "tokens created"),
     (Counter::ValuesCreated, "values created"),
     (Counter::GroupsCreated, "groups created"),
@@ -65,7 +71,7 @@ static BLOCKS: Mutex<Vec<Arc<Block>>> = Mutex::new(Vec::new());
 thread_local! {
     static LOCAL: Arc<Block> = {
         let block: Arc<Block> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
-        BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&block));
+        lock(&BLOCKS).push(Arc::clone(&block));
         block
     };
 }
@@ -97,23 +103,30 @@ pub(crate) fn queued(in_flight: usize) {
     update(Counter::PeakTasksQueued, |peak| peak.max(in_flight as u64));
 }
 
-pub(crate) fn blocking_wait() {
+pub(crate) fn blocking_wait(in_task: bool) {
     add(Counter::BlockingWaits);
+    if in_task {
+        add(Counter::BlockingWaitsInTasks);
+    }
 }
 
-pub(crate) fn object_created(kind: Kind) {
+pub(crate) fn spare_thread_started() {
+    add(Counter::SpareThreadsStarted);
+}
+
+/// An object of `kind` was created; `live` objects exist now.
+pub(crate) fn object_created(kind: Kind, live: i64) {
     add(match kind {
         Kind::Token => Counter::TokensCreated,
         Kind::Value => Counter::ValuesCreated,
         Kind::Group => Counter::GroupsCreated,
     });
-    let live = crate::stats::snapshot().live_objects().max(0) as u64;
-    update(Counter::PeakLiveObjects, |peak| peak.max(live));
+    update(Counter::PeakLiveObjects, |peak| peak.max(live.max(0) as u64));
 }
 
 /// The totals over every thread so far.
 pub fn totals() -> Vec<(Counter, &'static str, u64)> {
-    let blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let blocks = lock(&BLOCKS);
     ALL.iter()
         .map(|&(counter, label)| {
             let values = blocks.iter().map(|b| b[counter as usize].load(Ordering::Relaxed));

@@ -10,18 +10,19 @@
 //! - a continuation that a completion made ready sometimes runs at once,
 //!   nested in the completing call (as the C++ runtime always does, bounded
 //!   here to a small depth), sometimes through the pool's queues, and
-//!   otherwise takes its usual path ([`continuation_route`]).
+//!   otherwise takes its usual path ([`continuation_detour`]).
 //!
 //! Off costs one relaxed load of a static per hook (the environment is read
 //! once). Each thread draws from its own xorshift stream, seeded from the
 //! seed and the order in which threads first reach a hook.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
 
+use crate::sync::process::{AtomicU64, AtomicU8, Ordering};
+
 /// Environment variable that turns schedule fuzzing on, with its seed.
-pub const FUZZ_ENV: &str = "MLIR_ASYNC_RUNTIME_FUZZ";
+pub(crate) const FUZZ_ENV: &str = "MLIR_ASYNC_RUNTIME_FUZZ";
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
@@ -44,7 +45,7 @@ thread_local! {
 
 /// True when fuzzing is on.
 #[inline(always)]
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     // Relaxed: the flag guards no other memory; every thread that reads
     // the environment decides the same way.
     match MODE.load(Ordering::Relaxed) {
@@ -113,7 +114,7 @@ fn next() -> u64 {
 
 /// Called before a task or continuation runs on a worker.
 #[inline(always)]
-pub fn before_task() {
+pub(crate) fn before_task() {
     if enabled() {
         perturb();
     }
@@ -143,9 +144,10 @@ fn perturb() {
     }
 }
 
-/// Where a continuation made ready by a completion should run.
+/// Where a continuation made ready by a completion should run instead of
+/// its usual place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Detour {
     /// The scheduler's usual choice.
     Usual,
     /// Through the pool's queues, where any worker may take it.
@@ -156,28 +158,28 @@ pub enum Route {
 
 /// The route for a ready continuation: always `Usual` when fuzzing is off.
 #[inline(always)]
-pub fn continuation_route() -> Route {
+pub(crate) fn continuation_detour() -> Detour {
     if enabled() {
-        pick_route()
+        pick_detour()
     } else {
-        Route::Usual
+        Detour::Usual
     }
 }
 
 #[cold]
-fn pick_route() -> Route {
+fn pick_detour() -> Detour {
     perturb();
     // Mostly the usual route; a trip through the pool costs a wake-up of
     // another worker (tens of microseconds), so it is the rarest.
     match next() % 64 {
-        0 => Route::Pool,
-        1..=12 if INLINE_DEPTH.with(Cell::get) < MAX_INLINE_DEPTH => Route::Inline,
-        _ => Route::Usual,
+        0 => Detour::Pool,
+        1..=12 if INLINE_DEPTH.with(Cell::get) < MAX_INLINE_DEPTH => Detour::Inline,
+        _ => Detour::Usual,
     }
 }
 
 /// Runs `f` as an inline continuation, counting the nesting depth.
-pub fn run_inline(f: impl FnOnce()) {
+pub(crate) fn run_inline(f: impl FnOnce()) {
     INLINE_DEPTH.with(|d| d.set(d.get() + 1));
     f();
     INLINE_DEPTH.with(|d| d.set(d.get() - 1));

@@ -6,16 +6,16 @@
 //! complete: the adder, if the token already completed, or the token's
 //! waiter list otherwise (the waiter push and the completion's swap decide
 //! atomically which). The count is one atomic decrement; the thread that
-//! takes it to zero completes the group's own completion, which wakes its
+//! takes it to zero completes the group's own completion, which fires its
 //! awaiters. Nothing here takes a lock.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use crate::completion::{Action, Completion, Outcome, Waiter};
+use crate::completion::{Completion, Outcome, Waiter};
 use crate::misuse::abort_misuse;
-use crate::object::{self, Header, Kind};
-use crate::stats;
+use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::live;
 use crate::sync::{AtomicI64, Ordering};
 use crate::token::Token;
 
@@ -34,10 +34,35 @@ pub struct Group {
 
 const NOTIFY_CALL: &str = "token completion notifying its group";
 
+/// A token's waiter that counts the token in its group. It holds one
+/// reference to the group, released after counting.
+#[repr(C)]
+struct GroupWaiter {
+    waiter: Waiter,
+    group: *const Group,
+}
+
+impl GroupWaiter {
+    /// The waiter's fire function.
+    ///
+    /// # Safety
+    /// `node` is a `GroupWaiter` made by `Box::into_raw`, fired once.
+    unsafe fn fire(node: *mut Waiter, outcome: Outcome) {
+        // SAFETY: per the contract, we own the boxed node now.
+        let node = unsafe { Box::from_raw(node.cast::<GroupWaiter>()) };
+        // SAFETY: the waiter's reference keeps the group alive until the
+        // `drop_ref`, after which we never touch it.
+        unsafe {
+            Group::token_completed(node.group, outcome);
+            Header::drop_ref(node.group.cast(), 1, NOTIFY_CALL);
+        }
+    }
+}
+
 impl Group {
     /// A group that will receive exactly `size` tokens, with one reference.
     /// A group of size zero is complete from the start.
-    pub fn create(size: i64, call: &str) -> NonNull<Group> {
+    pub(crate) fn create(size: i64, call: &str) -> NonNull<Group> {
         if size < 0 {
             abort_misuse(call, "negative group size");
         }
@@ -46,9 +71,9 @@ impl Group {
         } else {
             Completion::pending()
         };
-        stats::object_created(Kind::Group);
+        live::object_created(Kind::Group);
         let group = Box::new(Group {
-            header: Header::new(Kind::Group, 1),
+            header: Header::new(Kind::Group, 1, Group::free),
             completion,
             size,
             next_rank: AtomicI64::new(0),
@@ -86,7 +111,7 @@ impl Group {
     ///
     /// The group stays alive until the token has been counted, even if the
     /// caller drops its reference first: the waiter holds one of its own.
-    pub fn add_token(&self, token: &Token, call: &str) -> i64 {
+    pub(crate) fn add_token(&self, token: &Token, call: &str) -> i64 {
         // Relaxed: ranks only need to be unique; the counting below is
         // ordered by `pending`.
         let rank = self.next_rank.fetch_add(1, Ordering::Relaxed);
@@ -103,14 +128,12 @@ impl Group {
             return rank;
         }
         self.header.add_ref(1, call);
-        let node = Box::into_raw(Box::new(Waiter::new(Action::NotifyGroup(this))));
-        // SAFETY: a fresh heap node, owned by the token's list once linked.
-        #[cfg(not(feature = "mutation-group-race"))]
-        let linked = unsafe { token.completion().add_waiter(node) };
-        #[cfg(feature = "mutation-group-race")]
-        // SAFETY: as above.
-        let linked = unsafe { token.completion().add_waiter_racy(node) };
-        if let Err(outcome) = linked {
+        let node = Box::into_raw(Box::new(GroupWaiter {
+            waiter: Waiter::new(GroupWaiter::fire),
+            group: this,
+        }));
+        // SAFETY: a fresh heap node whose fire function takes it back.
+        if let Err(outcome) = unsafe { token.completion().add_waiter(node.cast()) } {
             // The token completed in between: count it here.
             // SAFETY: not linked, so still ours.
             drop(unsafe { Box::from_raw(node) });
@@ -152,33 +175,22 @@ impl Group {
         }
     }
 
-    /// The `NotifyGroup` waiter's action: count the token, then release the
-    /// waiter's reference to the group.
+    /// The header's free function.
     ///
     /// # Safety
-    /// `this` is a group on which the waiter holds one reference.
-    pub(crate) unsafe fn notify_token_completed(this: *const Group, outcome: Outcome) {
-        // SAFETY: the waiter's reference keeps the group alive until the
-        // `drop_ref`, after which we never touch it.
-        unsafe {
-            Group::token_completed(this, outcome);
-            Header::drop_ref(this.cast(), 1, NOTIFY_CALL);
-        }
-    }
-
-    /// # Safety
-    /// Called by `object::destroy` once, with no reference left.
-    pub(crate) unsafe fn free(this: *mut Group, call: &str) {
+    /// `this` is a group with no reference left, freed once.
+    unsafe fn free(this: *mut Header, call: &str) {
+        let this = this.cast::<Group>();
         // SAFETY: we own the group, allocated by `create` (a `Box`).
         unsafe {
             (*this).completion.check_no_waiters(call, "group");
             std::ptr::drop_in_place(this);
             object::release_memory(this.cast(), Layout::new::<Group>());
         }
-        stats::object_freed(Kind::Group);
+        live::object_freed(Kind::Group);
     }
 }
 
-impl object::RuntimeObject for Group {
+impl RuntimeObject for Group {
     const KIND: Kind = Kind::Group;
 }

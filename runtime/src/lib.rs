@@ -1,39 +1,81 @@
 //! A drop-in replacement for MLIR 19's C++ async runtime.
 //!
-//! Layout, one concept per module:
-//! - [`abi`]: the exported C functions, thin adapters over the rest.
-//! - [`object`]: the header every token, value and group starts with
-//!   (kind tag and reference count) and the destruction that follows the
-//!   last reference.
-//! - [`completion`]: the state machine shared by tokens, values and groups:
-//!   one atomic word holding either the final state or the list of waiters.
-//! - [`token`], [`value`], [`group`]: the three object kinds.
-//! - [`scheduler`]: the runtime instance that owns the rayon pool, task
-//!   spawning, in-flight accounting and teardown.
-//! - [`stats`]: live-object counters read by tools (leak checks).
-//! - [`observe`]: the switch and hooks of observability, off by default:
-//!   the task trace ([`trace`], `MLIR_ASYNC_RUNTIME_TRACE`) and the
-//!   counters ([`counters`], `MLIR_ASYNC_RUNTIME_STATS`).
-//! - [`fuzz`]: schedule fuzzing for tests (`MLIR_ASYNC_RUNTIME_FUZZ`), off
-//!   by default.
+//! The modules form a stack: each imports only from those listed before it
+//! (`../shared/tools/import-cycles.py runtime/src` checks there is no cycle).
+//!
+//! Foundations:
+//! - [`sync`]: atomics, locks and parking (`std`, or `loom` under `cfg(loom)`).
 //! - [`misuse`]: the one-line abort for misuse the ABI cannot report.
-//! - [`sync`]: atomics, `std` normally and `loom` under `cfg(loom)`.
+//! - [`mutation`]: test-only switches that bring historic bugs back.
+//! - [`task`]: a coroutine to resume once, and what made it ready.
+//!
+//! Probes, at the side: called by the core, never calling back; off by
+//! default.
+//! - [`fuzz`]: schedule fuzzing (`MLIR_ASYNC_RUNTIME_FUZZ`).
+//! - [`trace`], [`counters`], and their switch [`observe`]
+//!   (`MLIR_ASYNC_RUNTIME_TRACE`, `MLIR_ASYNC_RUNTIME_STATS`).
+//!
+//! Objects:
+//! - [`object`]: the header (kind tag, reference count, free function).
+//! - [`live`]: live-object counts.
+//! - [`completion`]: the state word and waiter list of every object; a
+//!   waiter carries its own fire function.
+//! - [`token`], [`value`], [`group`]: the three object kinds.
+//!
+//! Execution:
+//! - [`config`]: workers and the thread cap, from the environment.
+//! - [`drainers`]: the atomic word that counts drainers, permits and
+//!   blocked threads (the protocol of `docs/scheduler.md`).
+//! - [`gate`]: an instance's door for threads outside its pool.
+//! - [`spares`]: spare threads, started when blocked ones need stand-ins.
+//! - [`scheduler`]: one instance's queue, rayon pool, drain loop,
+//!   hand-over of blocked threads, idleness and shutdown.
+//! - [`wait`]: blocking waits.
+//! - [`runtime`]: the current instance, where tasks go, destroy, fork.
+//!
+//! The C ABI:
+//! - [`introspection`]: what tools read (live objects, tasks in flight).
+//! - [`thread_id`]: `mlirAsyncRuntimePrintCurrentThreadId`.
+//! - [`abi`]: the exported functions, thin adapters over the rest.
 
+pub(crate) mod sync;
+pub(crate) mod misuse;
+pub(crate) mod mutation;
+pub(crate) mod task;
+
+pub(crate) mod fuzz;
+pub(crate) mod trace;
+pub(crate) mod counters;
+pub(crate) mod observe;
+
+pub(crate) mod object;
+pub(crate) mod live;
+pub(crate) mod completion;
+pub(crate) mod token;
+pub(crate) mod value;
+pub(crate) mod group;
+
+pub(crate) mod config;
+pub(crate) mod drainers;
+pub(crate) mod gate;
+pub(crate) mod spares;
+pub(crate) mod scheduler;
+pub(crate) mod wait;
+pub(crate) mod runtime;
+
+pub mod introspection;
+pub(crate) mod thread_id;
 pub mod abi;
-pub mod completion;
-pub mod counters;
-pub mod fuzz;
-pub mod group;
-pub mod misuse;
-pub mod object;
-pub mod observe;
-pub mod scheduler;
-pub mod stats;
-pub mod sync;
-pub mod thread_id;
-pub mod token;
-pub mod trace;
-pub mod value;
 
-pub use completion::Outcome;
-pub use scheduler::Task;
+// What the tests and benches name besides the ABI functions.
+pub use completion::{Completion, Outcome};
+pub use config::DEFAULT_MAX_THREADS;
+pub use group::Group;
+pub use introspection::{stats, RuntimeStats};
+pub use token::Token;
+pub use value::Value;
+
+/// True on a runtime thread, running a task (tests check where tasks run).
+pub fn on_runtime_thread() -> bool {
+    scheduler::on_runtime_thread()
+}

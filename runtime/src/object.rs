@@ -1,13 +1,19 @@
 //! The header every runtime object starts with, and reference counting.
 //!
 //! `mlirAsyncRuntimeAddRef`/`DropRef` receive an untyped pointer, so every
-//! token, value and group is `#[repr(C)]` with a [`Header`] first: its kind
-//! tag tells which type to free when the count reaches zero, and lets every
-//! call check that it was given the kind of object it expects.
+//! token, value and group is `#[repr(C)]` with a [`Header`] first. The
+//! header carries a kind tag (checked by every call, so a wrong, foreign or
+//! freed pointer is reported instead of misread), the reference count, and
+//! the function that frees the object when the count reaches zero: this
+//! module does not know the three kinds' types.
+//!
+//! Layout: the tag sits at offset 16. A freed block's first 16 bytes are
+//! overwritten by glibc's allocator (its free-list links), so the dead tag
+//! written at free time survives there until the block is reused, and a
+//! pointer passed back after its object was freed is reported as such.
 
 use std::alloc::Layout;
 
-use crate::completion::{Completion, Outcome};
 use crate::misuse::abort_misuse;
 use crate::sync::{fence, AtomicI64, AtomicU32, Ordering};
 
@@ -20,8 +26,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    // Tags are unlikely bit patterns, so a wild or freed pointer is caught
-    // with high probability instead of being misread as an object.
+    // Tags are unlikely bit patterns, so a wild pointer is caught with high
+    // probability instead of being misread as an object.
     const fn tag(self) -> u32 {
         match self {
             Kind::Token => 0x7e4a_0001,
@@ -45,25 +51,31 @@ impl Kind {
     }
 }
 
-/// Written over the tag just before an object's memory is released.
+/// Written over the tag when an object is freed.
 const DEAD_TAG: u32 = 0xdead_0bec;
+
+/// Frees an object whose last reference was dropped: the kind's own
+/// destructor, given the call that dropped it (for misuse messages).
+pub(crate) type FreeFn = unsafe fn(*mut Header, &str);
 
 #[repr(C)]
 pub struct Header {
-    tag: AtomicU32,
     refs: AtomicI64,
+    free: FreeFn,
+    tag: AtomicU32,
 }
 
 impl Header {
-    pub(crate) fn new(kind: Kind, refs: i64) -> Header {
+    pub(crate) fn new(kind: Kind, refs: i64, free: FreeFn) -> Header {
         Header {
-            tag: AtomicU32::new(kind.tag()),
             refs: AtomicI64::new(refs),
+            free,
+            tag: AtomicU32::new(kind.tag()),
         }
     }
 
-    /// The kind of the object at `ptr`, aborting on a null or unrecognised
-    /// pointer.
+    /// The kind of the object at `ptr`, aborting on a null, freed or
+    /// unrecognised pointer.
     ///
     /// # Safety
     /// `ptr` is null or points to readable memory of at least a header.
@@ -82,21 +94,6 @@ impl Header {
         }
     }
 
-    /// Checks that `ptr` is a live object of `kind`.
-    ///
-    /// # Safety
-    /// As for [`Header::kind_of`].
-    pub(crate) unsafe fn expect_kind(ptr: *const Header, kind: Kind, call: &str) {
-        // SAFETY: forwarded contract.
-        let found = unsafe { Header::kind_of(ptr, call) };
-        if found != kind {
-            abort_misuse(
-                call,
-                &format!("expected a {}, got a {}", kind.name(), found.name()),
-            );
-        }
-    }
-
     pub(crate) fn ref_count(&self) -> i64 {
         // Relaxed: a diagnostic snapshot only.
         self.refs.load(Ordering::Relaxed)
@@ -112,6 +109,9 @@ impl Header {
         let prev = self.refs.fetch_add(count, Ordering::Relaxed);
         if prev <= 0 {
             abort_misuse(call, "reference added to an object whose count is zero");
+        }
+        if prev.checked_add(count).is_none() {
+            abort_misuse(call, "reference count overflow");
         }
     }
 
@@ -143,29 +143,13 @@ impl Header {
         fence(Ordering::Acquire);
         #[cfg(mlir_async_tsan)]
         header.refs.load(Ordering::Acquire);
+        let free = header.free;
+        // Relaxed: this thread owns the object now; the tag only serves
+        // later misuse checks.
+        header.tag.store(DEAD_TAG, Ordering::Relaxed);
         // SAFETY: the count reached zero: no other reference exists, and
-        // this thread owns the object.
-        unsafe { destroy(this, call) };
-    }
-}
-
-/// Frees an object whose count reached zero.
-///
-/// # Safety
-/// `this` is a live object with no references left.
-unsafe fn destroy(this: *const Header, call: &str) {
-    // SAFETY: live object, checked kind.
-    let kind = unsafe { Header::kind_of(this, call) };
-    // SAFETY: exclusive owner now.
-    unsafe { (*this).tag.store(DEAD_TAG, Ordering::Relaxed) };
-    // SAFETY: the kind tag says which type sits at `this`; each type starts
-    // with its header (`#[repr(C)]`).
-    unsafe {
-        match kind {
-            Kind::Token => crate::token::Token::free(this.cast_mut().cast(), call),
-            Kind::Value => crate::value::Value::free(this.cast_mut().cast(), call),
-            Kind::Group => crate::group::Group::free(this.cast_mut().cast(), call),
-        }
+        // this thread owns the object; `free` is the kind's destructor.
+        unsafe { free(this.cast_mut(), call) };
     }
 }
 
@@ -207,39 +191,11 @@ pub(crate) trait RuntimeObject {
 /// length.
 pub(crate) unsafe fn checked<'a, T: RuntimeObject>(ptr: *mut T, call: &str) -> &'a T {
     // SAFETY: forwarded contract; the kind check rejects null, freed and
-    // foreign pointers and objects of another kind.
-    unsafe { Header::expect_kind(ptr.cast(), T::KIND, call) };
+    // foreign pointers.
+    let found = unsafe { Header::kind_of(ptr.cast(), call) };
+    if found != T::KIND {
+        abort_misuse(call, &format!("expected a {}, got a {}", T::KIND.name(), found.name()));
+    }
     // SAFETY: checked to be a live `T`, which starts with its header.
     unsafe { &*ptr }
-}
-
-/// An object with a completion that a producer completes once: a token or
-/// a value.
-pub(crate) trait Completable: RuntimeObject {
-    fn completion(&self) -> &Completion;
-}
-
-/// Emplaces (`Available`) or sets the error (`Error`), runs the waiters,
-/// then drops the producer's reference: the creation reference that the
-/// task releases when it completes its token or value.
-///
-/// # Safety
-/// `this` is a live object on which the caller holds the producer's
-/// reference. Neither this function nor the caller may touch the object
-/// after the `drop_ref`: it may be freed at once (upstream's use after
-/// free unlocked a mutex inside the object at that point).
-pub(crate) unsafe fn complete_and_release<T: Completable>(this: *const T, outcome: Outcome, call: &str) {
-    // SAFETY: live while we hold the producer's reference.
-    let object = unsafe { &*this };
-    if object.completion().complete(outcome).is_err() {
-        abort_misuse(call, &format!("{} completed twice", T::KIND.name()));
-    }
-    // SAFETY: our last touch of the object.
-    unsafe { Header::drop_ref(this.cast(), 1, call) };
-    #[cfg(feature = "mutation-touch-after-free")]
-    // SAFETY: none: mutation 3 (test-only) brings back upstream's use
-    // after free, a write to the object after its last reference.
-    unsafe {
-        (*this).completion().mutation_touch()
-    };
 }

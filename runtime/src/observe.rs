@@ -16,13 +16,12 @@
 // Under loom every hook is off, so the switch itself goes unused.
 #![cfg_attr(loom, allow(dead_code))]
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::counters;
 use crate::object::Kind;
-use crate::scheduler::Task;
+use crate::sync::process::{AtomicBool, AtomicU8, OnceLock, Ordering};
+use crate::task::{Route, Task};
 use crate::trace;
 
 /// Environment variable naming the trace file (Chrome Trace Event JSON).
@@ -46,70 +45,6 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// True while a runtime ran since the last write; the exit handler writes
 /// only then.
 static UNWRITTEN: AtomicBool = AtomicBool::new(false);
-
-/// What made a task ready to run: the trace's `origin` argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Origin {
-    /// `mlirAsyncRuntimeExecute`.
-    Execute,
-    /// A continuation after a token completed.
-    AfterToken,
-    /// A continuation after a value completed.
-    AfterValue,
-    /// A continuation after a group completed.
-    AfterGroup,
-}
-
-impl Origin {
-    pub fn name(self) -> &'static str {
-        match self {
-            Origin::Execute => "execute",
-            Origin::AfterToken => "after-token",
-            Origin::AfterValue => "after-value",
-            Origin::AfterGroup => "after-group",
-        }
-    }
-
-    pub(crate) fn from_u8(bits: u8) -> Origin {
-        match bits {
-            1 => Origin::AfterToken,
-            2 => Origin::AfterValue,
-            3 => Origin::AfterGroup,
-            _ => Origin::Execute,
-        }
-    }
-}
-
-/// How a task reached the thread that ran it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Route {
-    /// Taken from the pool's queues (injected, own deque, or stolen).
-    Queued,
-    /// From the worker's next-task slot, right after the task before it.
-    Slot,
-    /// At once, nested in the completing call (schedule fuzzing only).
-    Nested,
-}
-
-impl Route {
-    pub fn name(self) -> &'static str {
-        match self {
-            Route::Queued => "queued",
-            Route::Slot => "slot",
-            Route::Nested => "nested",
-        }
-    }
-
-    pub(crate) fn from_u8(bits: u8) -> Route {
-        match bits {
-            1 => Route::Slot,
-            2 => Route::Nested,
-            _ => Route::Queued,
-        }
-    }
-}
 
 /// The mode bits (`TRACE`, `STATS`); 0 when both are off.
 #[cfg(not(loom))]
@@ -161,10 +96,6 @@ pub(crate) fn now_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-pub(crate) fn trace_path() -> Option<&'static std::path::Path> {
-    TRACE_PATH.get().map(|p| p.as_path())
-}
-
 /// Runs `task`, recording it when observation is on.
 #[inline(always)]
 pub(crate) fn run_task(task: Task, route: Route) {
@@ -179,29 +110,38 @@ pub(crate) fn run_task(task: Task, route: Route) {
 #[cold]
 #[inline(never)]
 fn run_recorded(bits: u8, task: Task, route: Route) {
+    let origin = task.origin();
     let start = if bits & TRACE != 0 { now_ns() } else { 0 };
     task.run();
     if bits & TRACE != 0 {
-        trace::task(start, now_ns(), task.origin(), route);
+        trace::task(start, now_ns(), origin, route);
     }
     if bits & STATS != 0 {
-        counters::task_ran(task.origin(), route);
+        counters::task_ran(origin, route);
     }
 }
 
-/// A task was queued; `in_flight` counts it.
+/// A task was queued; `queued` tasks wait in the queue now.
 #[inline(always)]
-pub(crate) fn task_queued(in_flight: usize) {
+pub(crate) fn task_queued(queued: impl FnOnce() -> usize) {
     if mode() & STATS != 0 {
-        counters::queued(in_flight);
+        counters::queued(queued());
     }
 }
 
-/// An object of `kind` was created.
+/// An object of `kind` was created; `live` counts the objects alive now.
 #[inline(always)]
-pub(crate) fn object_created(kind: Kind) {
+pub(crate) fn object_created(kind: Kind, live: impl FnOnce() -> i64) {
     if mode() & STATS != 0 {
-        counters::object_created(kind);
+        counters::object_created(kind, live());
+    }
+}
+
+/// A spare thread started, to take the place of a blocked one.
+#[inline(always)]
+pub(crate) fn spare_thread_started() {
+    if mode() & STATS != 0 {
+        counters::spare_thread_started();
     }
 }
 
@@ -215,15 +155,16 @@ pub(crate) fn wait_started() -> Option<u64> {
     }
 }
 
-/// A blocking wait that began at `start` (from [`wait_started`]) ended.
+/// A blocking wait that began at `start` (from [`wait_started`]) ended;
+/// `in_task` when a runtime thread waited inside a task.
 #[cold]
-pub(crate) fn wait_ended(start: u64, on_worker: bool) {
+pub(crate) fn wait_ended(start: u64, in_task: bool) {
     let bits = mode();
-    if bits & TRACE != 0 && !on_worker {
+    if bits & TRACE != 0 {
         trace::wait(start, now_ns());
     }
     if bits & STATS != 0 {
-        counters::blocking_wait();
+        counters::blocking_wait(in_task);
     }
 }
 
@@ -242,8 +183,8 @@ pub(crate) fn write_results() {
         return;
     }
     UNWRITTEN.store(false, Ordering::Relaxed);
-    if bits & TRACE != 0 {
-        trace::write_file();
+    if let (true, Some(path)) = (bits & TRACE != 0, TRACE_PATH.get()) {
+        trace::write_file(path);
     }
     if bits & STATS != 0 {
         counters::print_table();

@@ -1,355 +1,437 @@
-//! The runtime instance: a rayon pool that runs every task, and teardown.
+//! The scheduler of one runtime instance: its task queue, the rayon pool
+//! whose jobs drain it, the spare threads that stand in for blocked ones,
+//! and the accounting that lets the destroy hook wait until all of it is
+//! done. `docs/scheduler.md` describes the protocol; this file follows it.
 //!
-//! One instance exists at a time. It is created lazily by the first call
-//! that needs it, and torn down by [`destroy`] (the runners' destroy hook),
-//! after which the next call creates a fresh one.
-//!
-//! Every task (an `Execute` call, or a continuation fired by a completion)
-//! is counted in [`IN_FLIGHT`] from the moment it is queued until its
-//! `resume` returns. Teardown waits for that count to reach zero, then drops
-//! the pool and joins every worker thread, so no worker can
-//! run JIT-compiled code after the destroy hook returns (upstream's bug: a
-//! pool that the runtime neither owned nor drained).
-//!
-//! Workers spawn onto their own local deque (`rayon::spawn` from inside the
-//! pool); other threads inject through the instance's pool handle.
+//! - Every ready task goes to the queue (an unbounded lock-free injector,
+//!   tasks stored by value), or, when a runtime thread makes a continuation
+//!   ready, to that thread's next-task slot, run right after its current
+//!   task returns: a chain of any length runs in a loop, never nested.
+//! - Drainers take tasks from the queue and run them: jobs on the rayon
+//!   pool (its threads are the workers) and, when every pool thread is
+//!   taken because some are blocked, spare threads. A drainer holds one of
+//!   `workers` run permits while it takes tasks ([`Drainers`]).
+//! - A runtime thread that blocks in an `Await*` inside a task gives its
+//!   permit back and, if tasks are waiting, starts a drainer in its place
+//!   ([`Blocked`]). No task ever runs nested on a blocked thread's stack,
+//!   so blocking cannot deadlock a program that would finish with
+//!   unboundedly many threads, nor grow the stack; threads are capped
+//!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
 
 use std::cell::Cell;
-use std::ffi::c_void;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use once_cell::sync::Lazy;
+use crossbeam_deque::{Injector, Steal};
 
+use crate::config::Config;
+use crate::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::fuzz;
-use crate::misuse::abort_misuse;
-use crate::observe::{self, Origin, Route};
-use crate::stats;
+use crate::misuse::{abort_misuse, warn};
+use crate::observe;
+use crate::spares::{Spares, STACK_SIZE};
+use crate::sync::process::{lock, Condvar, Mutex};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::task::{Route, Task};
 
-/// Environment variable that sets the number of worker threads.
-pub const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
+/// How often a thread blocked inside a task checks whether every runtime
+/// thread is blocked (see [`Blocked::check_stuck`]).
+pub(crate) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A coroutine to resume: `resume(handle)`.
-#[derive(Clone, Copy, Debug)]
-pub struct Task {
-    handle: *mut c_void,
-    resume: unsafe extern "C" fn(*mut c_void),
-    /// What made the task ready (the trace and the counters show it).
-    origin: Origin,
+/// How many times an idle drainer looks at the queue again before it
+/// leaves: a producer often pushes the next task within microseconds.
+const IDLE_SPINS: u32 = 64;
+
+pub(crate) struct Scheduler {
+    config: Config,
+    queue: Injector<Task>,
+    drainers: Drainers,
+    pool: Mutex<Option<rayon::ThreadPool>>,
+    /// The pool's threads, spawned by us so that shutdown can join them.
+    pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    spares: Arc<Spares>,
+    idle: IdleSignal,
+    /// Set when a spare could not start because of the thread cap.
+    at_cap: AtomicBool,
+    /// The one-line report of a pool stuck at the cap was printed.
+    stuck_reported: AtomicBool,
 }
 
-// SAFETY: a coroutine handle may be resumed on any thread; that is the
-// contract of `mlirAsyncRuntimeExecute`.
-unsafe impl Send for Task {}
+/// A pointer to a scheduler that crosses into its threads.
+#[derive(Clone, Copy)]
+struct SchedulerRef(*const Scheduler);
 
-impl Task {
-    /// A task from the ABI's `(handle, resume)` pair; aborts on a null
-    /// resume function.
-    pub fn new(
-        handle: *mut c_void,
-        resume: Option<unsafe extern "C" fn(*mut c_void)>,
-        call: &str,
-    ) -> Task {
-        match resume {
-            Some(resume) => Task { handle, resume, origin: Origin::Execute },
-            None => abort_misuse(call, "null resume function"),
-        }
-    }
+// SAFETY: a scheduler is `Sync`; the pointer stays valid for as long as
+// any of its threads runs (see `Scheduler::join_threads`).
+unsafe impl Send for SchedulerRef {}
 
-    /// The same task, made ready by `origin`.
-    pub fn with_origin(self, origin: Origin) -> Task {
-        Task { origin, ..self }
-    }
-
-    pub fn origin(self) -> Origin {
-        self.origin
-    }
-
-    pub(crate) fn run(self) {
-        // SAFETY: the compiled code handed us a valid coroutine handle and
-        // its resume function; resuming it exactly once is the contract.
-        unsafe { (self.resume)(self.handle) }
+impl SchedulerRef {
+    /// # Safety
+    /// The scheduler has not been shut down.
+    unsafe fn get<'a>(self) -> &'a Scheduler {
+        // SAFETY: per the contract.
+        unsafe { &*self.0 }
     }
 }
 
 thread_local! {
-    /// True on the worker threads of the current instance's pool.
-    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
-    /// A worker's next task: a continuation made ready by the task running
-    /// on this worker, run as soon as that task returns (see
-    /// [`spawn_continuation`]).
+    /// The scheduler whose drain loop runs on this thread (null elsewhere).
+    static SCHEDULER: Cell<*const Scheduler> = const { Cell::new(std::ptr::null()) };
+    /// This thread's next task: a continuation made ready by the task
+    /// running here, run as soon as that task returns.
     static NEXT_TASK: Cell<Option<Task>> = const { Cell::new(None) };
+    /// True while this thread's drainer holds a run permit.
+    static HOLDS_PERMIT: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Tasks queued or running.
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Threads blocked in [`wait_idle`]; a task that brings `IN_FLIGHT` to zero
-/// only takes the idle lock when this is non-zero.
-static IDLE_WAITERS: AtomicUsize = AtomicUsize::new(0);
-static IDLE_LOCK: Mutex<()> = Mutex::new(());
-static IDLE_CV: Condvar = Condvar::new();
-
-struct Instance {
-    pool: rayon::ThreadPool,
-    /// The pool's threads, spawned by us so that teardown can join them.
-    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+/// The scheduler whose task runs on this thread, if any.
+pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
+    let ptr = SCHEDULER.with(Cell::get);
+    // SAFETY: set only while this thread runs the scheduler's drain loop,
+    // during which the scheduler is alive.
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
-/// The singleton: holds the current instance, if any. Callers use the
-/// instance under the read lock; teardown takes the write lock.
-static RUNTIME: Lazy<RwLock<Option<Instance>>> = Lazy::new(|| RwLock::new(None));
+/// True on a thread of a runtime instance, running its tasks.
+pub(crate) fn on_runtime_thread() -> bool {
+    !SCHEDULER.with(Cell::get).is_null()
+}
 
-fn configured_workers() -> usize {
-    let default = std::thread::available_parallelism().map_or(1, |n| n.get());
-    match std::env::var(WORKERS_ENV) {
-        Err(_) => default,
-        Ok(text) => match text.trim().parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => {
-                eprintln!(
-                    "mlir_async_runtime: ignoring {WORKERS_ENV}={text:?}: \
-                     expected a positive integer; using {default} workers"
-                );
-                default
-            }
-        },
+/// Moves the task in this thread's next-task slot, if any, to its
+/// scheduler's queue, where any drainer can take it. Called before this
+/// thread blocks: the task in the slot may be the one that ends the wait.
+pub(crate) fn release_slot() {
+    if let Some(scheduler) = current() {
+        if let Some(task) = NEXT_TASK.with(Cell::take) {
+            scheduler.push(task);
+        }
     }
 }
 
-impl Instance {
-    fn start() -> Instance {
-        let workers = Arc::new(Mutex::new(Vec::new()));
-        let handles = Arc::clone(&workers);
+/// Forgets this thread's scheduler context without touching the scheduler
+/// (a forked child, where that scheduler's threads do not exist).
+pub(crate) fn forget_thread_context() {
+    SCHEDULER.with(|s| s.set(std::ptr::null()));
+    if let Some(task) = NEXT_TASK.with(Cell::take) {
+        std::mem::forget(task);
+    }
+    HOLDS_PERMIT.with(|h| h.set(false));
+}
+
+impl Scheduler {
+    /// A scheduler with its rayon pool started.
+    pub(crate) fn start(config: Config) -> Arc<Scheduler> {
+        let pool_threads = Arc::new(Mutex::new(Vec::new()));
+        let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(configured_workers())
+            .num_threads(config.workers)
             .spawn_handler(move |thread| {
-                let mut builder = std::thread::Builder::new()
-                    .name(format!("mlir-async-{}", thread.index()));
-                // Compiled code may nest deeply within one task; match the
-                // main thread's usual 8 MiB (reserved, not committed).
-                builder = builder.stack_size(8 << 20);
-                let handle = builder.spawn(move || {
-                    ON_WORKER.with(|w| w.set(true));
-                    thread.run();
-                })?;
+                let handle = std::thread::Builder::new()
+                    .name(format!("mlir-async-{}", thread.index()))
+                    .stack_size(STACK_SIZE)
+                    .spawn(move || thread.run())?;
                 lock(&handles).push(handle);
                 Ok(())
             })
-            .panic_handler(|_| abort_misuse("worker thread", "a task panicked"))
+            .panic_handler(|_| abort_misuse("worker thread", "the runtime panicked"))
             .build()
-            .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start pool: {e}")));
-        observe::instance_started();
-        Instance { pool, workers }
+            .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start the pool: {e}")));
+        Arc::new(Scheduler {
+            config,
+            queue: Injector::new(),
+            drainers: Drainers::new(config.workers),
+            pool: Mutex::new(Some(pool)),
+            pool_threads,
+            spares: Spares::new(config.max_spares()),
+            idle: IdleSignal::new(),
+            at_cap: AtomicBool::new(false),
+            stuck_reported: AtomicBool::new(false),
+        })
     }
-}
 
-/// Locks `mutex`, ignoring poisoning (nothing here panics while holding it).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
+    pub(crate) fn config(&self) -> Config {
+        self.config
+    }
 
-/// Runs `f` on the current instance, created on first use.
-fn with_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
-    {
-        let guard = RUNTIME.read().unwrap_or_else(|e| e.into_inner());
-        if let Some(instance) = guard.as_ref() {
-            return f(instance);
+    fn as_ref(&self) -> SchedulerRef {
+        SchedulerRef(self)
+    }
+
+    fn is_current(&self) -> bool {
+        std::ptr::eq(SCHEDULER.with(Cell::get), self)
+    }
+
+    // ---- queueing -----------------------------------------------------------
+
+    /// Queues `task` where any drainer can take it, and starts a drainer if
+    /// a permit is free.
+    pub(crate) fn push(&self, task: Task) {
+        self.queue.push(task);
+        observe::task_queued(|| self.queue.len());
+        self.start_drainer(self.drainers.after_push());
+    }
+
+    /// A continuation made ready on this scheduler's own thread: into the
+    /// thread's next-task slot (the older occupant goes to the queue).
+    ///
+    /// A task in the slot cannot be taken by another drainer until the
+    /// current task returns. That delays nothing in compiled code: a task
+    /// completes its token or value as its last step (`async.yield`), and
+    /// a task that blocks in an `Await*` first moves the slot's task to
+    /// the queue ([`Blocked::begin`]).
+    pub(crate) fn push_local(&self, task: Task) {
+        debug_assert!(self.is_current());
+        match fuzz::continuation_detour() {
+            fuzz::Detour::Pool => return self.push(task),
+            fuzz::Detour::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
+            fuzz::Detour::Usual => {}
+        }
+        if let Some(older) = NEXT_TASK.with(|slot| slot.replace(Some(task))) {
+            self.push(older);
         }
     }
-    let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
-    f(slot.get_or_insert_with(Instance::start))
-}
 
-/// True on a worker thread of the pool.
-pub fn on_worker_thread() -> bool {
-    ON_WORKER.with(|w| w.get())
-}
-
-/// Queues `task` on the pool (`mlirAsyncRuntimeExecute`): it may run on any
-/// worker, in parallel with the caller.
-#[cfg(not(loom))]
-pub fn spawn(task: Task) {
-    // Relaxed: the matching decrement runs after the task starts, which
-    // the pool's queue orders after this increment.
-    let queued = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
-    observe::task_queued(queued);
-    if on_worker_thread() {
-        // From inside the pool: push onto this worker's own deque.
-        rayon::spawn(move || run_tasks(task));
-    } else {
-        with_instance(|instance| instance.pool.spawn(move || run_tasks(task)));
-    }
-}
-
-/// Under loom, a task runs at once on the calling thread: the models check
-/// the objects' state machines, which hand tasks over here, not the pool.
-#[cfg(loom)]
-pub fn spawn(task: Task) {
-    task.run();
-}
-
-/// Schedules a continuation that a completion just made ready.
-///
-/// On a worker, the first one goes to the worker's next-task slot and runs
-/// right after the current task returns, in the loop of [`run_tasks`]: not
-/// nested in the completing call, so a chain of any length runs at constant
-/// stack depth, and without a trip through the deque or waking another
-/// worker (a dependency chain is sequential anyway). If the slot is taken,
-/// the older task goes to the deque where other workers can steal it.
-///
-/// A task in the slot cannot be stolen until the current task returns.
-/// That delays nothing in compiled code: a task completes its token or
-/// value as its last step (`async.yield`), and a task that blocks in an
-/// `Await*` first moves the slot's task to the deque
-/// ([`release_next_task`]).
-pub fn spawn_continuation(task: Task) {
-    match fuzz::continuation_route() {
-        fuzz::Route::Pool => return spawn(task),
-        // Only on a worker: tasks never run on the caller's thread.
-        fuzz::Route::Inline if on_worker_thread() => {
-            return fuzz::run_inline(|| observe::run_task(task, Route::Nested))
+    fn pop(&self) -> Option<Task> {
+        loop {
+            match self.queue.steal() {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
         }
-        _ => {}
     }
-    if !on_worker_thread() {
-        spawn(task);
-        return;
-    }
-    let queued = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
-    observe::task_queued(queued);
-    if let Some(older) = NEXT_TASK.with(|slot| slot.replace(Some(task))) {
-        rayon::spawn(move || run_tasks(older));
-    }
-}
 
-/// Moves a task waiting in this worker's slot to the deque, where other
-/// workers can take it. Called before a worker blocks: the task in the
-/// slot may be the one that will end the wait.
-pub(crate) fn release_next_task() {
-    if let Some(task) = NEXT_TASK.with(Cell::take) {
-        rayon::spawn(move || run_tasks(task));
-    }
-}
-
-/// Runs `task`, then whatever continuation it left in this worker's slot,
-/// and so on: a loop, never a recursion.
-fn run_tasks(task: Task) {
-    let mut next = Some(task);
-    let mut route = Route::Queued;
-    while let Some(task) = next {
-        fuzz::before_task();
-        observe::run_task(task, route);
-        task_finished();
-        next = NEXT_TASK.with(Cell::take);
-        route = Route::Slot;
-    }
-}
-
-fn task_finished() {
-    // SeqCst here and on both counters in `wait_idle`: either the waiter
-    // sees the count at zero, or this thread sees the waiter and notifies
-    // it under the lock (no lost wake-up).
-    if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1
-        && IDLE_WAITERS.load(Ordering::SeqCst) > 0
-    {
-        let _guard = lock(&IDLE_LOCK);
-        IDLE_CV.notify_all();
-    }
-}
-
-/// Runs one queued task on this worker, if there is one (used by blocking
-/// waits on workers, so they keep the pool moving).
-pub(crate) fn run_one_pending_task() -> bool {
-    matches!(rayon::yield_now(), Some(rayon::Yield::Executed))
-}
-
-/// Tasks queued or running now.
-pub fn tasks_in_flight() -> usize {
-    IN_FLIGHT.load(Ordering::SeqCst)
-}
-
-/// Blocks until no task is in flight or `timeout` passed; true when idle.
-/// Never creates the runtime.
-pub fn wait_idle(timeout: Option<Duration>) -> bool {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    IDLE_WAITERS.fetch_add(1, Ordering::SeqCst);
-    let mut guard = lock(&IDLE_LOCK);
-    let idle = loop {
-        if IN_FLIGHT.load(Ordering::SeqCst) == 0 {
-            break true;
+    /// Starts the drainer `start` took a permit for: a job on the pool, or
+    /// a spare thread when every pool thread is taken.
+    fn start_drainer(&self, start: Start) {
+        match start {
+            Start::NotNeeded => {}
+            Start::PoolJob => {
+                let this = self.as_ref();
+                let pool = lock(&self.pool);
+                let pool = pool.as_ref().expect("the pool lives until its threads are joined");
+                // SAFETY: the scheduler outlives its pool's jobs.
+                pool.spawn(move || unsafe { this.get() }.run_drainer(DrainerKind::PoolJob));
+            }
+            Start::Spare => {
+                let this = self.as_ref();
+                // SAFETY: the scheduler outlives its spare threads' jobs.
+                let job = Box::new(move || unsafe { this.get() }.run_drainer(DrainerKind::Spare));
+                match self.spares.run(job) {
+                    Ok(started) => {
+                        // Relaxed: a diagnostic flag.
+                        self.at_cap.store(false, Ordering::Relaxed);
+                        if started {
+                            observe::spare_thread_started();
+                        }
+                    }
+                    Err(_) => {
+                        self.at_cap.store(true, Ordering::Relaxed);
+                        let after = self.drainers.spare_failed();
+                        self.after_leave(after);
+                    }
+                }
+            }
         }
-        let wait = match deadline {
-            None => Duration::from_secs(1),
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => left,
-                _ => break false,
-            },
+    }
+
+    // ---- the drain loop -----------------------------------------------------
+
+    /// Takes tasks from the slot and the queue and runs them until there
+    /// are none, holding a permit (taken by whoever started this drainer).
+    fn run_drainer(&self, kind: DrainerKind) {
+        SCHEDULER.with(|s| s.set(self));
+        HOLDS_PERMIT.with(|h| h.set(true));
+        let mut spins = 0;
+        loop {
+            let next = match NEXT_TASK.with(Cell::take) {
+                Some(task) => Some((task, Route::Slot)),
+                None => self.pop().map(|task| (task, Route::Queued)),
+            };
+            if let Some((task, route)) = next {
+                spins = 0;
+                fuzz::before_task();
+                observe::run_task(task, route);
+                if HOLDS_PERMIT.with(Cell::get) {
+                    continue;
+                }
+                // The task blocked and gave its permit away: go on only
+                // with a permit, else hand the slot's task to the queue.
+                if self.drainers.try_reacquire() {
+                    HOLDS_PERMIT.with(|h| h.set(true));
+                    continue;
+                }
+                if let Some(task) = NEXT_TASK.with(Cell::take) {
+                    self.push(task);
+                }
+                break;
+            }
+            if spins < IDLE_SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            break;
+        }
+        let holds_permit = HOLDS_PERMIT.with(|h| h.replace(false));
+        SCHEDULER.with(|s| s.set(std::ptr::null()));
+        let after = self.drainers.leave(kind, holds_permit);
+        self.after_leave(after);
+    }
+
+    /// After a drainer left, blocked, or failed to start.
+    fn after_leave(&self, after: Snapshot) {
+        match self.drainers.after_leave(after, || self.queue.is_empty()) {
+            AfterLeave::Start(start) => self.start_drainer(start),
+            AfterLeave::Idle => self.idle.notify(),
+            AfterLeave::Nothing => {}
+        }
+    }
+
+    // ---- idleness and shutdown ----------------------------------------------
+
+    /// True when no task is queued or running.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.drainers.snapshot().drainers() == 0 && self.queue.is_empty()
+    }
+
+    /// Tasks queued or running now (running: counted by their threads).
+    pub(crate) fn tasks_in_flight(&self) -> usize {
+        self.queue.len() + self.drainers.snapshot().drainers()
+    }
+
+    /// Blocks until no task is queued or running, or `timeout` passed;
+    /// true when idle.
+    pub(crate) fn wait_idle(&self, timeout: Option<Duration>) -> bool {
+        self.idle.wait(timeout, || self.is_idle())
+    }
+
+    /// Waits until no task is queued or running, saying on stderr what it
+    /// waits for if that takes long.
+    pub(crate) fn drain(&self) {
+        if !self.wait_idle(Some(Duration::from_secs(5))) {
+            warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
+            self.wait_idle(None);
+        }
+    }
+
+    /// Ends the pool's and the spares' threads and joins them: no thread of
+    /// this scheduler runs after this returns. The caller drained the
+    /// scheduler and guarantees that nothing queues tasks here any more
+    /// (the instance's gate is closed).
+    pub(crate) fn join_threads(&self) {
+        // Dropping the pool lets its threads leave once their queues are
+        // empty (they are: idle); joining them means none runs anything
+        // after this function returns.
+        drop(lock(&self.pool).take());
+        let handles = std::mem::take(&mut *lock(&self.pool_threads));
+        for handle in handles {
+            if handle.join().is_err() {
+                abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
+            }
+        }
+        self.spares.shutdown();
+    }
+
+    /// Runtime threads alive: the pool's and the spares.
+    pub(crate) fn threads(&self) -> usize {
+        self.config.workers + self.spares.alive()
+    }
+}
+
+/// A runtime thread blocked inside a task, from [`Blocked::begin`] to its
+/// drop: it holds no permit meanwhile, so another drainer takes its place.
+pub(crate) struct Blocked<'a> {
+    scheduler: &'a Scheduler,
+    /// This thread found the pool stuck at its last check.
+    stuck_before: bool,
+}
+
+impl<'a> Blocked<'a> {
+    /// Called by a thread about to block: on a runtime thread, hands its
+    /// place over and returns the guard; elsewhere returns `None`.
+    pub(crate) fn begin() -> Option<Blocked<'a>> {
+        let scheduler = current()?;
+        release_slot();
+        let holds_permit = HOLDS_PERMIT.with(|h| h.replace(false));
+        let after = scheduler.drainers.block(holds_permit);
+        scheduler.after_leave(after);
+        Some(Blocked { scheduler, stuck_before: false })
+    }
+
+    /// Called every [`STUCK_CHECK_INTERVAL`] while blocked: if every
+    /// runtime thread is blocked, tasks wait in the queue and the cap kept
+    /// a spare from starting, twice in a row, says so once on stderr.
+    pub(crate) fn check_stuck(&mut self) {
+        let s = self.scheduler;
+        let snapshot = s.drainers.snapshot();
+        // Relaxed: a diagnostic.
+        let stuck = s.at_cap.load(Ordering::Relaxed)
+            && snapshot.blocked() >= snapshot.drainers()
+            && !s.queue.is_empty();
+        if stuck && self.stuck_before && !s.stuck_reported.swap(true, Ordering::Relaxed) {
+            warn(&format!(
+                "all {} runtime threads are blocked in an await while {} task(s) wait in the queue; \
+                 the thread cap is {} (MLIR_ASYNC_RUNTIME_MAX_THREADS): raise it if the program needs \
+                 more tasks blocked at once",
+                s.threads(),
+                s.queue.len(),
+                s.config.max_threads
+            ));
+        }
+        self.stuck_before = stuck;
+    }
+}
+
+impl Drop for Blocked<'_> {
+    fn drop(&mut self) {
+        let _ = self.scheduler.drainers.unblock();
+    }
+}
+
+/// Threads waiting for a scheduler to become idle, and their wake-up.
+struct IdleSignal {
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl IdleSignal {
+    fn new() -> IdleSignal {
+        IdleSignal { waiters: AtomicUsize::new(0), lock: Mutex::new(()), cv: Condvar::new() }
+    }
+
+    /// Wakes the waiters, if any (called when the last drainer left).
+    fn notify(&self) {
+        // SeqCst, as the waiter's increment: either the waiter's check of
+        // `is_idle` sees the drainer gone, or we see the waiter here.
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _guard = lock(&self.lock);
+            self.cv.notify_all();
+        }
+    }
+
+    fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let mut guard = lock(&self.lock);
+        let idle = loop {
+            if is_idle() {
+                break true;
+            }
+            // A bounded wait: a safety net, not part of the protocol.
+            let mut wait = Duration::from_millis(100);
+            if let Some(deadline) = deadline {
+                match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => wait = wait.min(left),
+                    _ => break false,
+                }
+            }
+            guard = self.cv.wait_timeout(guard, wait).unwrap_or_else(|e| e.into_inner()).0;
         };
-        guard = IDLE_CV
-            .wait_timeout(guard, wait)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    };
-    drop(guard);
-    IDLE_WAITERS.fetch_sub(1, Ordering::SeqCst);
-    idle
-}
-
-/// Number of worker threads, starting the runtime if needed.
-pub fn num_workers() -> usize {
-    if on_worker_thread() {
-        // Never touch the singleton's lock from a worker: teardown holds it
-        // while it waits for the workers' tasks.
-        return rayon::current_num_threads();
+        drop(guard);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        idle
     }
-    with_instance(|instance| instance.pool.current_num_threads())
-}
-
-/// Tears the current instance down, if there is one: waits for every task
-/// queued or running, drops the pool, waits until its threads have exited,
-/// and reports objects still alive on stderr. Must not run on a worker.
-#[cfg_attr(feature = "mutation-destroy-no-drain", allow(unreachable_code))]
-pub fn destroy() {
-    if on_worker_thread() {
-        abort_misuse("__mlir_execution_engine_destroy", "called from a worker thread");
-    }
-    // Holding the write lock keeps other threads from starting a new
-    // instance while this one drains; workers never take this lock.
-    let mut slot = RUNTIME.write().unwrap_or_else(|e| e.into_inner());
-    let Some(instance) = slot.take() else {
-        drop(slot);
-        observe::write_results();
-        return;
-    };
-    #[cfg(feature = "mutation-destroy-no-drain")]
-    {
-        // Mutation 1 (test-only): upstream's unowned pool. Return without
-        // waiting for the tasks in flight or the workers running them.
-        drop((instance, slot));
-        return;
-    }
-    if !wait_idle(Some(Duration::from_secs(5))) {
-        eprintln!(
-            "mlir_async_runtime: destroy: waiting for {} task(s) still in flight",
-            tasks_in_flight()
-        );
-        wait_idle(None);
-    }
-    // Dropping the pool lets its threads leave their loop once their
-    // queues are empty; joining them means none of them runs anything after
-    // this function returns.
-    drop(instance.pool);
-    let handles = std::mem::take(&mut *lock(&instance.workers));
-    for handle in handles {
-        if handle.join().is_err() {
-            abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
-        }
-    }
-    drop(slot);
-    // Every worker has exited: their trace buffers and counters are final.
-    observe::write_results();
-    stats::report_live_objects("destroy");
 }

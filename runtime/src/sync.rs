@@ -1,15 +1,34 @@
-//! Atomics and thread parking used by the objects' state machines.
+//! Atomics, locks and thread parking: the one place the runtime imports
+//! them from.
 //!
-//! Production code imports them from here, never from `std` directly, so
-//! the `loom` models (built with `RUSTFLAGS="--cfg loom"`) can replace them
-//! with loom's instrumented versions, as tokio does. Loom runs every model
-//! thread on one OS thread, so a blocking wait must park through loom too.
+//! Production code never names `std::sync::atomic` directly, so the `loom`
+//! models (built with `RUSTFLAGS="--cfg loom"`) replace the items of this
+//! module's root with loom's instrumented versions, as tokio does. Loom
+//! runs every model thread on one OS thread, so a blocking wait must park
+//! through loom too.
+//!
+//! [`process`] holds the std versions under every configuration: for
+//! process-wide statics (switches read once, probe registries), which need
+//! `const` constructors that loom's types lack and which no loom model
+//! exercises.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// `std`'s atomics and locks in every build, for process-wide statics.
+pub(crate) mod process {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+    /// Locks `mutex`, ignoring poisoning: nothing in the runtime panics
+    /// while holding one of its locks (a panic aborts the process anyway).
+    pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// `std::thread`'s parking, or loom's under `cfg(loom)`.
 pub(crate) mod thread {
@@ -19,8 +38,8 @@ pub(crate) mod thread {
     #[cfg(loom)]
     pub(crate) use loom::thread::{current, park, yield_now, Thread};
 
-    /// Loom has no timed park; a loom model never runs on a pool worker
-    /// (the only caller of timed parking), so a plain park is equivalent.
+    /// Loom has no timed park; in a model nothing relies on the timeout
+    /// (it only paces diagnostics), so a plain park is equivalent.
     #[cfg(loom)]
     pub(crate) fn park_timeout(_timeout: std::time::Duration) {
         park();

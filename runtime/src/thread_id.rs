@@ -7,7 +7,7 @@
 
 /// Prints `Current thread id: <id>` on C stdout; the id is the thread's
 /// `pthread_t`, like `std::this_thread::get_id()` prints it.
-pub fn print_current_thread_id() {
+pub(crate) fn print_current_thread_id() {
     // SAFETY: `pthread_self` has no preconditions.
     let id = unsafe { libc::pthread_self() } as libc::c_ulong;
     // SAFETY: a NUL-terminated format whose one conversion matches the one

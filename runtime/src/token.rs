@@ -3,9 +3,9 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use crate::completion::{Completion, Outcome};
-use crate::object::{self, Header, Kind};
-use crate::stats;
+use crate::completion::{self, Completable, Completion, Outcome};
+use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::live;
 
 #[repr(C)]
 pub struct Token {
@@ -16,10 +16,10 @@ pub struct Token {
 impl Token {
     /// A pending token with two references: the caller's, and the one the
     /// producing task releases when it completes the token.
-    pub fn create() -> NonNull<Token> {
-        stats::object_created(Kind::Token);
+    pub(crate) fn create() -> NonNull<Token> {
+        live::object_created(Kind::Token);
         let token = Box::new(Token {
-            header: Header::new(Kind::Token, 2),
+            header: Header::new(Kind::Token, 2, Token::free),
             completion: Completion::pending(),
         });
         NonNull::from(Box::leak(token))
@@ -43,35 +43,38 @@ impl Token {
         self.header.ref_count()
     }
 
-    /// Emplaces (`Available`) or sets the error (`Error`), runs the waiters,
-    /// then drops the producer's reference.
+    /// Emplaces (`Available`) or sets the error (`Error`), fires the
+    /// waiters, then drops the producer's reference.
     ///
     /// # Safety
     /// `this` is a live token on which the caller holds the producer's
     /// reference; the token must not be touched after this call.
-    pub unsafe fn complete(this: *const Token, outcome: Outcome, call: &str) {
+    pub(crate) unsafe fn complete(this: *const Token, outcome: Outcome, call: &str) {
         // SAFETY: forwarded contract.
-        unsafe { object::complete_and_release(this, outcome, call) };
+        unsafe { completion::complete_and_release(this, outcome, call) };
     }
 
+    /// The header's free function.
+    ///
     /// # Safety
-    /// Called by `object::destroy` once, with no reference left.
-    pub(crate) unsafe fn free(this: *mut Token, call: &str) {
+    /// `this` is a token with no reference left, freed once.
+    unsafe fn free(this: *mut Header, call: &str) {
+        let this = this.cast::<Token>();
         // SAFETY: we own the token, allocated by `create` (a `Box`).
         unsafe {
             (*this).completion.check_no_waiters(call, "token");
             std::ptr::drop_in_place(this);
             object::release_memory(this.cast(), Layout::new::<Token>());
         }
-        stats::object_freed(Kind::Token);
+        live::object_freed(Kind::Token);
     }
 }
 
-impl object::RuntimeObject for Token {
+impl RuntimeObject for Token {
     const KIND: Kind = Kind::Token;
 }
 
-impl object::Completable for Token {
+impl Completable for Token {
     fn completion(&self) -> &Completion {
         &self.completion
     }

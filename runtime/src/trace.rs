@@ -16,16 +16,17 @@
 //!
 //! File layout: one `thread_name` metadata event ("M") per thread, then a
 //! complete event ("X", `ts` and `dur` in microseconds) per task (`cat`
-//! `task`, `args.origin` and `args.route`) and per blocking wait of a
-//! thread outside the pool (`cat` `wait`).
+//! `task`, `args.origin` and `args.route`) and per blocking wait of any
+//! thread (`cat` `wait`).
 
 use std::cell::{RefCell, UnsafeCell};
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
-use crate::observe::{Origin, Route};
+use crate::sync::process::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::task::{Origin, Route};
 
 /// Events per chunk (24 bytes each).
 const CHUNK_EVENTS: usize = 4096;
@@ -105,8 +106,8 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Set once [`MAX_EVENTS`] is reached.
 static FULL: AtomicBool = AtomicBool::new(false);
 
-fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+fn registry() -> MutexGuard<'static, Registry> {
+    lock(&REGISTRY)
 }
 
 thread_local! {
@@ -157,7 +158,7 @@ pub(crate) fn task(start_ns: u64, end_ns: u64, origin: Origin, route: Route) {
     record(Event { start_ns, end_ns, kind: KIND_TASK, origin: origin as u8, route: route as u8 });
 }
 
-/// Records a blocking wait of this thread (outside the pool).
+/// Records a blocking wait of this thread.
 pub(crate) fn wait(start_ns: u64, end_ns: u64) {
     record(Event { start_ns, end_ns, kind: KIND_WAIT, origin: 0, route: 0 });
 }
@@ -213,17 +214,14 @@ pub fn write_json(out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes the trace file named by the environment (the whole trace so far).
-pub(crate) fn write_file() {
-    let Some(path) = crate::observe::trace_path() else {
-        return;
-    };
+/// Writes the whole trace so far to `path`.
+pub(crate) fn write_file(path: &Path) {
     let result = std::fs::File::create(path).and_then(|file| {
         let mut out = std::io::BufWriter::new(file);
         write_json(&mut out)?;
         out.flush()
     });
     if let Err(e) = result {
-        eprintln!("mlir_async_runtime: cannot write trace {}: {e}", path.display());
+        crate::misuse::warn(&format!("cannot write trace {}: {e}", path.display()));
     }
 }

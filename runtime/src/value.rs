@@ -4,10 +4,10 @@
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{self, Completable, Completion, Outcome};
 use crate::misuse::abort_misuse;
-use crate::object::{self, Header, Kind};
-use crate::stats;
+use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::live;
 
 /// Alignment of the payload: enough for any scalar, vector or memref
 /// descriptor the compiler stores (as C's `max_align_t`).
@@ -33,7 +33,7 @@ impl Value {
 
     /// A pending value with two references (as a token) and `size` bytes of
     /// zeroed storage.
-    pub fn create(size: i64, call: &str) -> NonNull<Value> {
+    pub(crate) fn create(size: i64, call: &str) -> NonNull<Value> {
         let Ok(size) = usize::try_from(size) else {
             abort_misuse(call, "negative value storage size")
         };
@@ -41,17 +41,17 @@ impl Value {
         // SAFETY: the layout has a non-zero size (it contains the header).
         let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<Value>();
         let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
+            abort_misuse(call, &format!("cannot allocate {size} bytes of value storage"))
         };
         // SAFETY: freshly allocated, properly aligned for `Value`.
         unsafe {
             ptr.as_ptr().write(Value {
-                header: Header::new(Kind::Value, 2),
+                header: Header::new(Kind::Value, 2, Value::free),
                 completion: Completion::pending(),
                 size,
             })
         };
-        stats::object_created(Kind::Value);
+        live::object_created(Kind::Value);
         ptr
     }
 
@@ -84,14 +84,17 @@ impl Value {
     ///
     /// # Safety
     /// As `Token::complete`.
-    pub unsafe fn complete(this: *const Value, outcome: Outcome, call: &str) {
+    pub(crate) unsafe fn complete(this: *const Value, outcome: Outcome, call: &str) {
         // SAFETY: forwarded contract.
-        unsafe { object::complete_and_release(this, outcome, call) };
+        unsafe { completion::complete_and_release(this, outcome, call) };
     }
 
+    /// The header's free function.
+    ///
     /// # Safety
-    /// Called by `object::destroy` once, with no reference left.
-    pub(crate) unsafe fn free(this: *mut Value, call: &str) {
+    /// `this` is a value with no reference left, freed once.
+    unsafe fn free(this: *mut Header, call: &str) {
+        let this = this.cast::<Value>();
         // SAFETY: we own the value; it was allocated by `create`.
         let value = unsafe { &*this };
         value.completion.check_no_waiters(call, "value");
@@ -102,15 +105,15 @@ impl Value {
             std::ptr::drop_in_place(this);
             object::release_memory(this.cast(), layout);
         }
-        stats::object_freed(Kind::Value);
+        live::object_freed(Kind::Value);
     }
 }
 
-impl object::RuntimeObject for Value {
+impl RuntimeObject for Value {
     const KIND: Kind = Kind::Value;
 }
 
-impl object::Completable for Value {
+impl Completable for Value {
     fn completion(&self) -> &Completion {
         &self.completion
     }

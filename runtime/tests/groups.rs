@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{expect_signals, signal, task};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::group::Group;
-use mlir_async_runtime::token::Token;
+use mlir_async_runtime::Group;
+use mlir_async_runtime::Token;
 use mlir_async_runtime::Outcome;
 
 fn group_state(group: *mut Group) -> Option<Outcome> {

@@ -21,10 +21,10 @@ use std::sync::{Arc, Mutex};
 
 use loom::thread;
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::group::Group;
-use mlir_async_runtime::stats::{snapshot, RuntimeStats};
-use mlir_async_runtime::token::Token;
-use mlir_async_runtime::value::Value;
+use mlir_async_runtime::Group;
+use mlir_async_runtime::{stats as snapshot, RuntimeStats};
+use mlir_async_runtime::Token;
+use mlir_async_runtime::Value;
 
 /// The live counters are process-wide: one model at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

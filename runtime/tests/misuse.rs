@@ -133,6 +133,40 @@ const CASES: &[(&str, &str, fn())] = &[
         || mlirAsyncRuntimeExecute(std::ptr::null_mut(), None),
     ),
     (
+        "add-ref-overflow",
+        "mlir_async_runtime: mlirAsyncRuntimeAddRef: reference count overflow",
+        || unsafe {
+            let token = mlirAsyncRuntimeCreateToken();
+            mlirAsyncRuntimeAddRef(token.cast(), i64::MAX);
+        },
+    ),
+    (
+        "value-storage-allocation-fails",
+        "mlir_async_runtime: mlirAsyncRuntimeCreateValue: cannot allocate 70368744177664 bytes of value storage",
+        || {
+            mlirAsyncRuntimeCreateValue(1 << 46);
+        },
+    ),
+    (
+        "token-used-after-free",
+        "mlir_async_runtime: mlirAsyncRuntimeAddRef: object used after it was freed",
+        || unsafe {
+            let token = mlirAsyncRuntimeCreateToken();
+            mlirAsyncRuntimeEmplaceToken(token);
+            mlirAsyncRuntimeDropRef(token.cast(), 1);
+            mlirAsyncRuntimeAddRef(token.cast(), 1);
+        },
+    ),
+    (
+        "value-used-after-free",
+        "mlir_async_runtime: mlirAsyncRuntimeAwaitValue: object used after it was freed",
+        || unsafe {
+            let value = mlirAsyncRuntimeCreateValue(8);
+            mlirAsyncRuntimeDropRef(value.cast(), 2);
+            mlirAsyncRuntimeAwaitValue(value);
+        },
+    ),
+    (
         "destroy-from-a-worker",
         "mlir_async_runtime: __mlir_execution_engine_destroy: called from a worker thread",
         || {

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{expect_signals, signal, task};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::token::Token;
-use mlir_async_runtime::value::Value;
+use mlir_async_runtime::Token;
+use mlir_async_runtime::Value;
 use mlir_async_runtime::Outcome;
 
 fn token_state(token: *mut Token) -> Option<Outcome> {
@@ -151,7 +151,7 @@ fn continuation_on_completed_token_runs_at_once_on_a_worker() {
 }
 
 fn on_worker() -> bool {
-    mlir_async_runtime::scheduler::on_worker_thread()
+    mlir_async_runtime::on_runtime_thread()
 }
 
 #[test]

@@ -12,9 +12,9 @@ use std::thread;
 
 use common::{expect_signals, signal, task};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::group::Group;
-use mlir_async_runtime::token::Token;
-use mlir_async_runtime::value::Value;
+use mlir_async_runtime::Group;
+use mlir_async_runtime::Token;
+use mlir_async_runtime::Value;
 
 const ROUNDS: usize = 2_000;
 

@@ -36,3 +36,69 @@ pub fn expect_signals(rx: &mpsc::Receiver<()>, n: usize) {
             .unwrap_or_else(|_| panic!("only {i} of {n} signals arrived"));
     }
 }
+
+/// The outcome of a scenario run in a child process.
+pub struct ChildRun {
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ChildRun {
+    /// True when the child exited with code 0 in time.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// A description for assertion messages.
+    pub fn describe(&self) -> String {
+        let status = match self.status {
+            None => "hung (killed after the time limit)".to_string(),
+            Some(s) => format!("{s}"),
+        };
+        format!("{status}\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs the test named `child_test` of this test binary in a child process
+/// with `env` set (the test reads its scenario from there), killing it
+/// after `limit`. Scenarios that can hang, crash or need a fresh process
+/// (worker counts are read once per runtime) run this way.
+pub fn run_child(child_test: &str, env: &[(&str, &str)], limit: Duration) -> ChildRun {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    ChildRun { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
+}

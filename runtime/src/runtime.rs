@@ -1,0 +1,277 @@
+//! The runtime the C ABI talks to: the current instance (a scheduler and
+//! its gate), created lazily by the first call that needs it and replaced
+//! by a fresh one after the destroy hook; where tasks go; the destroy hook
+//! itself; and `fork`.
+//!
+//! - A task made ready on a runtime thread goes to that thread's scheduler
+//!   (the instance it belongs to, even while that instance is being
+//!   destroyed: destroy waits for it). A task made ready on any other
+//!   thread enters the current instance through its [`Gate`]. Destroy
+//!   drains the instance while it is still current, so a task queued or a
+//!   continuation fired by another thread meanwhile is drained too; once
+//!   the instance is idle, destroy closes the gate, and later callers go to
+//!   a fresh instance. Never lost, never blocked.
+//! - `fork`: the child of a process whose runtime started has none of the
+//!   runtime's threads. A `pthread_atfork` handler forgets the instance in
+//!   the child (without touching it), so the child's next call starts a
+//!   fresh one, and its destroy hook works.
+
+use std::cell::{RefCell, UnsafeCell};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::completion::{Completion, Outcome, Waiter};
+use crate::config::Config;
+use crate::gate::Gate;
+use crate::misuse::abort_misuse;
+use crate::mutation;
+use crate::observe;
+use crate::scheduler::{self, Scheduler};
+use crate::live;
+use crate::sync::process::{lock, AtomicBool, Mutex, Ordering};
+use crate::task::Task;
+
+/// One runtime instance.
+struct Instance {
+    scheduler: Arc<Scheduler>,
+    gate: Gate,
+}
+
+impl Instance {
+    fn start() -> Arc<Instance> {
+        install_fork_handlers();
+        let instance = Arc::new(Instance { scheduler: Scheduler::start(Config::from_env()), gate: Gate::new() });
+        observe::instance_started();
+        instance
+    }
+}
+
+/// The current instance, if any, behind a spin lock that the `fork`
+/// handlers can take and release themselves (a `std` mutex held by another
+/// thread at `fork` would stay locked forever in the child).
+struct Current {
+    locked: AtomicBool,
+    instance: UnsafeCell<Option<Arc<Instance>>>,
+}
+
+// SAFETY: `instance` is only touched with `locked` held.
+unsafe impl Sync for Current {}
+
+static CURRENT: Current = Current { locked: AtomicBool::new(false), instance: UnsafeCell::new(None) };
+
+impl Current {
+    fn lock(&self) {
+        // Acquire: pairs with `unlock`'s Release, so the holder sees the
+        // previous holder's writes to `instance`.
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::thread::yield_now();
+        }
+    }
+
+    fn unlock(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+
+    /// Runs `f` on the slot, under the lock. `f` must not call back here.
+    fn with<R>(&self, f: impl FnOnce(&mut Option<Arc<Instance>>) -> R) -> R {
+        self.lock();
+        // SAFETY: the lock is held: no other reference to the slot exists.
+        let result = f(unsafe { &mut *self.instance.get() });
+        self.unlock();
+        result
+    }
+}
+
+thread_local! {
+    /// The instance this thread (outside the pools) last queued on: saves
+    /// the lock and a reference count per call. A closed gate refreshes it.
+    static CACHED: RefCell<Option<Arc<Instance>>> = const { RefCell::new(None) };
+}
+
+/// The current instance, started if there is none.
+fn current_instance() -> Arc<Instance> {
+    CURRENT.with(|slot| Arc::clone(slot.get_or_insert_with(Instance::start)))
+}
+
+/// Calls `f` with an instance whose gate this thread is inside: the one it
+/// used last, or else the current one.
+fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
+    CACHED.with(|cached| {
+        let mut cached = cached.borrow_mut();
+        loop {
+            let instance = cached.get_or_insert_with(current_instance);
+            if let Some(_inside) = instance.gate.enter() {
+                return f(instance);
+            }
+            // Destroyed since: the next instance.
+            *cached = None;
+        }
+    })
+}
+
+/// Queues a task from `mlirAsyncRuntimeExecute`: on a runtime thread, on
+/// that thread's scheduler; elsewhere on the current instance.
+pub(crate) fn execute(task: Task) {
+    if cfg!(loom) {
+        // The loom models check the objects' state machines, not the pool:
+        // a task runs at once on the calling thread.
+        return task.run();
+    }
+    match scheduler::current() {
+        Some(scheduler) => scheduler.push(task),
+        None => with_entered_instance(|instance| instance.scheduler.push(task)),
+    }
+}
+
+/// Queues a continuation that a completion made ready: on a runtime
+/// thread, in its next-task slot (run when the current task returns);
+/// elsewhere on the current instance.
+pub(crate) fn continue_with(task: Task) {
+    if cfg!(loom) {
+        return task.run();
+    }
+    match scheduler::current() {
+        Some(scheduler) => scheduler.push_local(task),
+        None => with_entered_instance(|instance| instance.scheduler.push(task)),
+    }
+}
+
+/// A waiter that resumes a coroutine (`Await*AndExecute`).
+#[repr(C)]
+struct ResumeWaiter {
+    waiter: Waiter,
+    task: Task,
+}
+
+impl ResumeWaiter {
+    /// The waiter's fire function.
+    ///
+    /// # Safety
+    /// `node` is a `ResumeWaiter` made by `Box::into_raw`, fired once.
+    unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
+        // SAFETY: per the contract, we own the boxed node now.
+        let node = unsafe { Box::from_raw(node.cast::<ResumeWaiter>()) };
+        continue_with(node.task);
+    }
+}
+
+/// Runs `task` once `completion` has completed: at once (through the
+/// scheduler) if it already has.
+pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
+    if completion.state().is_some() {
+        return continue_with(task);
+    }
+    let node = Box::into_raw(Box::new(ResumeWaiter { waiter: Waiter::new(ResumeWaiter::fire), task }));
+    // SAFETY: a fresh heap node whose fire function takes it back.
+    if unsafe { completion.add_waiter(node.cast()) }.is_err() {
+        // SAFETY: not linked, so still ours.
+        let node = unsafe { Box::from_raw(node) };
+        continue_with(node.task);
+    }
+}
+
+/// Worker threads of the instance this thread belongs to, or of the
+/// current one (started if needed).
+pub(crate) fn num_workers() -> usize {
+    match scheduler::current() {
+        Some(scheduler) => scheduler.config().workers,
+        None => current_instance().scheduler.config().workers,
+    }
+}
+
+/// The current instance, if one runs (never starts one).
+fn running_instance() -> Option<Arc<Instance>> {
+    CURRENT.with(|slot| slot.clone())
+}
+
+/// Blocks until the current instance has no task queued or running, or
+/// `timeout` passed; true when idle. Never starts an instance.
+pub(crate) fn wait_idle(timeout: Option<Duration>) -> bool {
+    running_instance().map_or(true, |instance| instance.scheduler.wait_idle(timeout))
+}
+
+/// Tasks queued or running on the current instance.
+pub(crate) fn tasks_in_flight() -> usize {
+    running_instance().map_or(0, |instance| instance.scheduler.tasks_in_flight())
+}
+
+/// The destroy hook: drains the current instance (a task queued or a
+/// continuation fired by another thread meanwhile joins the drain), takes
+/// it out so that the next call starts a fresh one, closes its gate and
+/// drains what slipped in before the gate closed, joins its threads, then
+/// writes the trace and counters and reports the objects still alive. Must
+/// not run on a runtime thread.
+pub(crate) fn destroy(call: &str) {
+    if scheduler::on_runtime_thread() {
+        abort_misuse(call, "called from a worker thread");
+    }
+    // One destroy at a time: a second one waits until the first is done.
+    static DESTROYING: Mutex<()> = Mutex::new(());
+    let _serial = lock(&DESTROYING);
+    CACHED.with(|cached| cached.borrow_mut().take());
+    if let Some(instance) = running_instance() {
+        if mutation::DESTROY_NO_DRAIN {
+            // Mutation 1 (test-only): upstream's unowned pool. Return
+            // without waiting for the tasks in flight or the threads
+            // running them (which keep using the scheduler: leak it).
+            CURRENT.with(Option::take);
+            std::mem::forget(instance);
+            return;
+        }
+        // While the program's tasks finish, any thread may still queue
+        // work on this instance: it is drained too.
+        instance.scheduler.drain();
+        CURRENT.with(|slot| {
+            if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, &instance)) {
+                *slot = None;
+            }
+        });
+        // From here on, callers outside the pool go to a fresh instance.
+        instance.gate.close_and_wait();
+        instance.scheduler.drain();
+        instance.scheduler.join_threads();
+    }
+    // Every runtime thread has exited: their trace buffers and counters
+    // are final.
+    observe::write_results();
+    live::report_live_objects("destroy");
+}
+
+// ---- fork ---------------------------------------------------------------------
+
+fn install_fork_handlers() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: registers three plain functions with no captured state.
+        let rc = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
+        if rc != 0 {
+            crate::misuse::warn("cannot register fork handlers: a forked child cannot use the runtime");
+        }
+    });
+}
+
+/// Before `fork`: no other thread may be inside `CURRENT`'s lock.
+extern "C" fn before_fork() {
+    CURRENT.lock();
+}
+
+extern "C" fn after_fork_in_parent() {
+    CURRENT.unlock();
+}
+
+/// In the child: the instance's threads do not exist here. Forget it (its
+/// memory is the parent's copy; nothing may touch its locks or join its
+/// threads), so the next call starts a fresh one.
+extern "C" fn after_fork_in_child() {
+    // SAFETY: `before_fork` took the lock in the forking thread, which is
+    // this one, the only thread of the child.
+    let old = unsafe { (*CURRENT.instance.get()).take() };
+    std::mem::forget(old);
+    CURRENT.unlock();
+    let _ = CACHED.try_with(|cached| {
+        if let Ok(mut cached) = cached.try_borrow_mut() {
+            std::mem::forget(cached.take());
+        }
+    });
+    scheduler::forget_thread_context();
+}

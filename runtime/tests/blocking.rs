@@ -1,0 +1,370 @@
+//! Blocking awaits inside tasks, destroy racing with other threads, fork,
+//! and the runtime's limits: each scenario runs in a child process (this
+//! test binary again, the scenario named in an environment variable), so a
+//! hang is killed and reported instead of stalling the suite, a crash is
+//! seen as a signal, and each child reads its own worker count.
+//!
+//! These are the regression tests of issue 9's bug reports: each one hung,
+//! crashed or printed the wrong thing on the runtime before that issue.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{run_child, task, ChildRun};
+use mlir_async_runtime::abi::*;
+use mlir_async_runtime::Token;
+
+const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
+
+/// A child's exit code when a scenario detects a hang itself.
+const HUNG: i32 = 3;
+
+fn recv_or_exit(rx: &mpsc::Receiver<()>, what: &str, limit: Duration) {
+    if rx.recv_timeout(limit).is_err() {
+        eprintln!("scenario: {what} did not happen within {limit:?}");
+        std::process::exit(HUNG);
+    }
+}
+
+/// Threads of this process now.
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Samples the thread count every millisecond until `stop`; returns the
+/// peak.
+fn sample_peak_threads(stop: Arc<AtomicBool>) -> thread::JoinHandle<usize> {
+    thread::spawn(move || {
+        let mut peak = 0;
+        while !stop.load(Ordering::Relaxed) {
+            peak = peak.max(thread_count());
+            thread::sleep(Duration::from_millis(1));
+        }
+        peak
+    })
+}
+
+/// Sends the token's address across threads.
+#[derive(Clone, Copy)]
+struct Ptr(usize);
+
+impl Ptr {
+    fn token(t: *mut Token) -> Ptr {
+        Ptr(t as usize)
+    }
+    fn get(self) -> *mut Token {
+        self.0 as *mut Token
+    }
+}
+
+// ---- scenarios (child side) ------------------------------------------------
+
+/// Task A blocks on T1 (completed later by the test thread); task B,
+/// queued after A, blocks on A's token. Neither may run nested in the
+/// other's wait.
+fn blocked_chain() {
+    for round in 0..20 {
+        let t1 = Ptr::token(mlirAsyncRuntimeCreateToken());
+        let ta = Ptr::token(mlirAsyncRuntimeCreateToken());
+        let (tx, rx) = mpsc::channel();
+        // SAFETY: each task gets its own consumer reference.
+        unsafe {
+            mlirAsyncRuntimeAddRef(t1.get().cast(), 1);
+            mlirAsyncRuntimeAddRef(ta.get().cast(), 1);
+        }
+        let (h, r) = task(move || unsafe {
+            mlirAsyncRuntimeAwaitToken(t1.get());
+            mlirAsyncRuntimeDropRef(t1.get().cast(), 1);
+            mlirAsyncRuntimeEmplaceToken(ta.get());
+        });
+        mlirAsyncRuntimeExecute(h, r);
+        let (h, r) = task(move || unsafe {
+            mlirAsyncRuntimeAwaitToken(ta.get());
+            mlirAsyncRuntimeDropRef(ta.get().cast(), 1);
+            tx.send(()).unwrap();
+        });
+        mlirAsyncRuntimeExecute(h, r);
+        // Let both tasks reach their waits.
+        thread::sleep(Duration::from_millis(if round < 3 { 50 } else { 2 }));
+        // SAFETY: the producer's reference of T1, then ours of both.
+        unsafe {
+            mlirAsyncRuntimeEmplaceToken(t1.get());
+            mlirAsyncRuntimeDropRef(t1.get().cast(), 1);
+            mlirAsyncRuntimeDropRef(ta.get().cast(), 1);
+        }
+        recv_or_exit(&rx, &format!("round {round}: task B"), Duration::from_secs(20));
+    }
+    __mlir_execution_engine_destroy();
+}
+
+/// `n` tasks each block on one gate token, opened by the test thread once
+/// all are queued. Prints the peak thread count.
+fn many_blocked_on_a_gate(n: usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = sample_peak_threads(Arc::clone(&stop));
+    let gate = Ptr::token(mlirAsyncRuntimeCreateToken());
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..n {
+        // SAFETY: each task owns one reference to the gate.
+        unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
+        let (done, tx) = (Arc::clone(&done), tx.clone());
+        let (h, r) = task(move || unsafe {
+            mlirAsyncRuntimeAwaitToken(gate.get());
+            mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+            if done.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                tx.send(()).unwrap();
+            }
+        });
+        mlirAsyncRuntimeExecute(h, r);
+    }
+    thread::sleep(Duration::from_millis(100));
+    // SAFETY: the producer's reference, then ours.
+    unsafe {
+        mlirAsyncRuntimeEmplaceToken(gate.get());
+        mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+    }
+    recv_or_exit(&rx, &format!("the last of {n} gated tasks"), Duration::from_secs(60));
+    __mlir_execution_engine_destroy();
+    stop.store(true, Ordering::Relaxed);
+    println!("peak threads: {}", sampler.join().unwrap());
+}
+
+/// Starts a task that runs for `ms` milliseconds.
+fn start_slow_task(ms: u64) {
+    let (h, r) = task(move || thread::sleep(Duration::from_millis(ms)));
+    mlirAsyncRuntimeExecute(h, r);
+}
+
+/// Runs `destroy` on another thread and returns a receiver for its return.
+fn destroy_in_background() -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        __mlir_execution_engine_destroy();
+        tx.send(()).unwrap();
+    });
+    rx
+}
+
+/// A thread outside the pool calls Execute while destroy drains a task.
+fn destroy_races_execute() {
+    start_slow_task(300);
+    let destroyed = destroy_in_background();
+    thread::sleep(Duration::from_millis(100));
+    let (tx, rx) = mpsc::channel();
+    let spawner = thread::spawn(move || {
+        let (h, r) = task(move || tx.send(()).unwrap());
+        mlirAsyncRuntimeExecute(h, r);
+    });
+    recv_or_exit(&rx, "the task queued during destroy", Duration::from_secs(20));
+    recv_or_exit(&destroyed, "destroy", Duration::from_secs(20));
+    spawner.join().unwrap();
+    __mlir_execution_engine_destroy();
+}
+
+/// A thread outside the pool completes a token that has a continuation
+/// while destroy drains a task.
+fn destroy_races_continuation() {
+    let token = Ptr::token(mlirAsyncRuntimeCreateToken());
+    let (tx, rx) = mpsc::channel();
+    let (h, r) = task(move || {
+        // SAFETY: the continuation owns the consumer's reference.
+        unsafe { mlirAsyncRuntimeDropRef(token.get().cast(), 1) };
+        tx.send(()).unwrap();
+    });
+    // SAFETY: live token; the consumer's reference moves to the task.
+    unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token.get(), h, r) };
+    start_slow_task(300);
+    let destroyed = destroy_in_background();
+    thread::sleep(Duration::from_millis(100));
+    // SAFETY: the producer's reference.
+    let completer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) });
+    recv_or_exit(&rx, "the continuation fired during destroy", Duration::from_secs(20));
+    recv_or_exit(&destroyed, "destroy", Duration::from_secs(20));
+    completer.join().unwrap();
+    __mlir_execution_engine_destroy();
+}
+
+/// Runs a task that completes a token and awaits it.
+fn execute_and_await() {
+    let token = Ptr::token(mlirAsyncRuntimeCreateToken());
+    // SAFETY: the task owns the producer's reference.
+    let (h, r) = task(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) });
+    mlirAsyncRuntimeExecute(h, r);
+    // SAFETY: our reference.
+    unsafe {
+        mlirAsyncRuntimeAwaitToken(token.get());
+        mlirAsyncRuntimeDropRef(token.get().cast(), 1);
+    }
+}
+
+/// A child forked after the runtime started uses it and destroys it.
+fn fork_child_uses_runtime() {
+    for _ in 0..3 {
+        execute_and_await();
+    }
+    // Keep the parent's workers busy while we fork.
+    start_slow_task(50);
+    // SAFETY: the child only calls the runtime, then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        for _ in 0..100 {
+            execute_and_await();
+        }
+        __mlir_execution_engine_destroy();
+        execute_and_await();
+        __mlir_execution_engine_destroy();
+        // SAFETY: ends the child without running the parent's exit hooks.
+        unsafe { libc::_exit(0) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut status = 0;
+    loop {
+        // SAFETY: our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            eprintln!("scenario: the forked child hung");
+            std::process::exit(HUNG);
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        eprintln!("scenario: the forked child ended with wait status {status:#x}");
+        std::process::exit(4);
+    }
+    // The parent's runtime still works.
+    execute_and_await();
+    __mlir_execution_engine_destroy();
+}
+
+/// Asks for the worker count under an absurd configuration.
+fn report_workers() {
+    println!("workers: {}", mlirAsyncRuntimGetNumWorkerThreads());
+    execute_and_await();
+    println!("threads: {}", thread_count());
+    __mlir_execution_engine_destroy();
+}
+
+/// Destroy with a live object and no task ever run.
+fn destroy_reports_live_objects_without_tasks() {
+    let _leaked = mlirAsyncRuntimeCreateToken();
+    __mlir_execution_engine_destroy();
+}
+
+/// The child side: runs the scenario named in the environment, if any.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var(SCENARIO_ENV) else { return };
+    match name.as_str() {
+        "blocked-chain" => blocked_chain(),
+        "gate-100k" => many_blocked_on_a_gate(100_000),
+        "destroy-races-execute" => destroy_races_execute(),
+        "destroy-races-continuation" => destroy_races_continuation(),
+        "fork" => fork_child_uses_runtime(),
+        "report-workers" => report_workers(),
+        "leak-without-tasks" => destroy_reports_live_objects_without_tasks(),
+        other => panic!("unknown scenario {other}"),
+    }
+    std::process::exit(0);
+}
+
+// ---- the tests (parent side) ----------------------------------------------
+
+fn scenario(name: &str, workers: &str, limit: Duration) -> ChildRun {
+    run_child(
+        "scenario_child",
+        &[(SCENARIO_ENV, name), ("MLIR_ASYNC_RUNTIME_WORKERS", workers)],
+        limit,
+    )
+}
+
+fn assert_succeeds(name: &str, workers: &str, limit: Duration) -> ChildRun {
+    let run = scenario(name, workers, limit);
+    assert!(run.succeeded(), "{name} with {workers} worker(s): {}", run.describe());
+    run
+}
+
+#[test]
+fn blocked_chain_completes_with_one_worker() {
+    assert_succeeds("blocked-chain", "1", Duration::from_secs(60));
+}
+
+#[test]
+fn blocked_chain_completes_with_two_workers() {
+    assert_succeeds("blocked-chain", "2", Duration::from_secs(60));
+}
+
+#[test]
+fn hundred_thousand_tasks_blocked_on_a_gate_complete_with_bounded_threads() {
+    let run = assert_succeeds("gate-100k", "2", Duration::from_secs(120));
+    let peak: usize = run
+        .stdout
+        .lines()
+        .find_map(|l| l.split("peak threads: ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak thread count: {}", run.describe()));
+    // The default cap on runtime threads, plus the test's own threads.
+    assert!(peak <= mlir_async_runtime::DEFAULT_MAX_THREADS + 8, "peak threads {peak}");
+}
+
+#[test]
+fn destroy_does_not_hang_when_another_thread_executes() {
+    for workers in ["1", "2"] {
+        assert_succeeds("destroy-races-execute", workers, Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn destroy_does_not_hang_when_another_thread_fires_a_continuation() {
+    for workers in ["1", "2"] {
+        assert_succeeds("destroy-races-continuation", workers, Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn a_forked_child_uses_the_runtime_and_destroys_it() {
+    for workers in ["1", "2"] {
+        assert_succeeds("fork", workers, Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn an_absurd_worker_count_is_capped_with_one_warning() {
+    let run = assert_succeeds("report-workers", "100000", Duration::from_secs(20));
+    let workers: usize = run
+        .stdout
+        .lines()
+        .find_map(|l| l.split("workers: ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no worker count: {}", run.describe()));
+    assert!(workers <= mlir_async_runtime::DEFAULT_MAX_THREADS, "{workers} workers");
+    let warnings: Vec<&str> =
+        run.stderr.lines().filter(|l| l.starts_with("mlir_async_runtime:")).collect();
+    assert_eq!(warnings.len(), 1, "expected one warning line: {}", run.describe());
+    assert!(
+        warnings[0].contains("MLIR_ASYNC_RUNTIME_WORKERS") && warnings[0].contains("MLIR_ASYNC_RUNTIME_MAX_THREADS"),
+        "the warning names both variables: {}",
+        warnings[0]
+    );
+}
+
+#[test]
+fn destroy_reports_live_objects_even_if_no_task_ran() {
+    let run = assert_succeeds("leak-without-tasks", "1", Duration::from_secs(20));
+    assert!(
+        run.stderr.contains("mlir_async_runtime: destroy: still alive: 1 token(s), 0 value(s), 0 group(s)"),
+        "{}",
+        run.describe()
+    );
+}
