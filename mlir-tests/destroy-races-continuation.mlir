@@ -1,0 +1,75 @@
+// The destroy hook while a thread outside the runtime completes a token
+// that has a continuation. main registers a continuation on a gate token
+// (async.execute with a dependency), starts a plain pthread (the "late
+// completer") and a task that blocks until the continuation has run, then
+// returns: the runner's destroy hook must drain that task. 100 ms later,
+// during the drain, the late completer opens the gate, which fires the
+// continuation on its thread. Before issue 9 that hung the same way as a
+// late Execute (destroy-races-execute.mlir). Now the continuation joins
+// the drain, the drained task sees it, and destroy returns.
+//
+// UNSUPPORTED: cxx-runtime
+// (The C++ runtime's destroy hook does not drain its pool at all; this
+// checks a property of ours.)
+
+// RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=1 %run_async 2>&1 | FileCheck %s
+// RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 %run_async 2>&1 | FileCheck %s
+
+// CHECK: main returns
+// CHECK-NEXT: continuation fired by the late completer ran
+// CHECK-NEXT: drained task saw the continuation run
+// CHECK-NOT: mlir_async_runtime
+
+func.func private @pthread_create(!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
+func.func private @pthread_join(i64, !llvm.ptr) -> i32
+func.func private @usleep(i32) -> i32
+
+// The late thread's pthread_t. The drained task joins the thread, so that
+// it no longer runs compiled code when the destroy hook returns and the
+// runner frees that code.
+memref.global "private" @late_thread : memref<1xi64> = dense<0>
+
+func.func @block_on(%t: !async.token) {
+  async.await %t : !async.token
+  return
+}
+
+// Runs on a plain pthread, while the runner's destroy hook drains.
+func.func @late_completer(%arg: !llvm.ptr) -> !llvm.ptr {
+  %us = arith.constant 100000 : i32
+  %slept = func.call @usleep(%us) : (i32) -> i32
+  %gate = builtin.unrealized_conversion_cast %arg : !llvm.ptr to !async.token
+  async.runtime.set_available %gate : !async.token
+  %null = llvm.mlir.zero : !llvm.ptr
+  return %null : !llvm.ptr
+}
+
+func.func @main() {
+  %gate = async.runtime.create : !async.token
+  async.runtime.add_ref %gate {count = 1 : i64} : !async.token
+  %after = async.execute [%gate] {
+    vector.print str "continuation fired by the late completer ran\n"
+    async.yield
+  }
+  %arg = builtin.unrealized_conversion_cast %gate : !async.token to !llvm.ptr
+  %tid = memref.get_global @late_thread : memref<1xi64>
+  %tid_idx = memref.extract_aligned_pointer_as_index %tid : memref<1xi64> -> index
+  %tid_i64 = arith.index_cast %tid_idx : index to i64
+  %tid_ptr = llvm.inttoptr %tid_i64 : i64 to !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %fn = func.constant @late_completer : (!llvm.ptr) -> !llvm.ptr
+  %rc = func.call @pthread_create(%tid_ptr, %null, %fn, %arg)
+      : (!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
+  // A task the destroy hook must drain: it waits for the continuation.
+  %t = async.execute {
+    func.call @block_on(%after) : (!async.token) -> ()
+    %c0 = arith.constant 0 : index
+    %thread = memref.load %tid[%c0] : memref<1xi64>
+    %no_result = llvm.mlir.zero : !llvm.ptr
+    %joined = func.call @pthread_join(%thread, %no_result) : (i64, !llvm.ptr) -> i32
+    vector.print str "drained task saw the continuation run\n"
+    async.yield
+  }
+  vector.print str "main returns\n"
+  return
+}
