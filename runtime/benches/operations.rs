@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::token::Token;
+use mlir_async_runtime::Token;
 
 const BATCH: usize = 10_000;
 
