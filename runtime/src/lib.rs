@@ -28,6 +28,7 @@
 //!   blocked threads (the protocol of `docs/scheduler.md`).
 //! - [`gate`]: an instance's door for threads outside its pool.
 //! - [`spares`]: spare threads, started when blocked ones need stand-ins.
+//! - [`deques`]: the runtime threads' own deques, and stealing.
 //! - [`scheduler`]: one instance's queue, rayon pool, drain loop,
 //!   hand-over of blocked threads, idleness and shutdown.
 //! - [`wait`]: blocking waits.
@@ -59,6 +60,7 @@ pub(crate) mod config;
 pub(crate) mod drainers;
 pub(crate) mod gate;
 pub(crate) mod spares;
+pub(crate) mod deques;
 pub(crate) mod scheduler;
 pub(crate) mod wait;
 pub(crate) mod runtime;

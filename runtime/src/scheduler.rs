@@ -18,14 +18,15 @@
 //!   unboundedly many threads, nor grow the stack; threads are capped
 //!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_deque::{Injector, Steal};
+use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::config::Config;
+use crate::deques::Deques;
 use crate::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::fuzz;
 use crate::misuse::{abort_misuse, warn};
@@ -39,13 +40,18 @@ use crate::task::{Route, Task};
 /// thread is blocked (see [`Blocked::check_stuck`]).
 pub(crate) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// How many times an idle drainer looks at the queue again before it
-/// leaves: a producer often pushes the next task within microseconds.
-const IDLE_SPINS: u32 = 64;
+/// How long an idle drainer keeps looking for work before it leaves: a
+/// producer often pushes the next task within microseconds, and a drainer
+/// that is still there saves starting a new one (a pool job, a wake-up).
+/// First busy-wait rounds, then rounds that yield the core.
+const IDLE_SPINS: u32 = 32;
+const IDLE_YIELDS: u32 = 64;
 
 pub(crate) struct Scheduler {
     config: Config,
     queue: Injector<Task>,
+    /// The runtime threads' own deques, for stealing.
+    deques: Deques,
     drainers: Drainers,
     pool: Mutex<Option<rayon::ThreadPool>>,
     /// The pool's threads, spawned by us so that shutdown can join them.
@@ -75,19 +81,50 @@ impl SchedulerRef {
     }
 }
 
-thread_local! {
+/// What a runtime thread knows of the scheduler whose drainer it runs.
+struct ThreadState {
     /// The scheduler whose drain loop runs on this thread (null elsewhere).
-    static SCHEDULER: Cell<*const Scheduler> = const { Cell::new(std::ptr::null()) };
+    scheduler: Cell<*const Scheduler>,
+    /// True while this thread's drainer holds a run permit.
+    holds_permit: Cell<bool>,
     /// This thread's next task: a continuation made ready by the task
     /// running here, run as soon as that task returns.
-    static NEXT_TASK: Cell<Option<Task>> = const { Cell::new(None) };
-    /// True while this thread's drainer holds a run permit.
-    static HOLDS_PERMIT: Cell<bool> = const { Cell::new(false) };
+    next: Cell<Option<Task>>,
+    /// This thread's deque, registered with its scheduler when the thread
+    /// first drained.
+    deque: RefCell<Option<OwnedDeque>>,
+}
+
+/// A thread's deque and its slot in its scheduler's registry, freed when
+/// the thread exits (before the scheduler's `join_threads` returns).
+struct OwnedDeque {
+    owner: *const Scheduler,
+    slot: usize,
+    worker: Worker<Task>,
+}
+
+impl Drop for OwnedDeque {
+    fn drop(&mut self) {
+        // SAFETY: a scheduler outlives its threads, whose exit runs this.
+        let owner = unsafe { &*self.owner };
+        owner.deques.unregister(self.slot, owner.config.workers);
+    }
+}
+
+thread_local! {
+    static STATE: ThreadState = const {
+        ThreadState {
+            scheduler: Cell::new(std::ptr::null()),
+            holds_permit: Cell::new(false),
+            next: Cell::new(None),
+            deque: RefCell::new(None),
+        }
+    };
 }
 
 /// The scheduler whose task runs on this thread, if any.
 pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
-    let ptr = SCHEDULER.with(Cell::get);
+    let ptr = STATE.with(|s| s.scheduler.get());
     // SAFETY: set only while this thread runs the scheduler's drain loop,
     // during which the scheduler is alive.
     (!ptr.is_null()).then(|| unsafe { &*ptr })
@@ -95,28 +132,30 @@ pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
 
 /// True on a thread of a runtime instance, running its tasks.
 pub(crate) fn on_runtime_thread() -> bool {
-    !SCHEDULER.with(Cell::get).is_null()
+    current().is_some()
 }
 
-/// Moves the task in this thread's next-task slot, if any, to its
-/// scheduler's queue, where any drainer can take it. Called before this
-/// thread blocks: the task in the slot may be the one that ends the wait.
-pub(crate) fn release_slot() {
+/// Moves the task in this thread's next-task slot and its deque's tasks,
+/// if any, to its scheduler's queue, where any drainer can take them.
+/// Called before this thread blocks: one of them may be the task that ends
+/// the wait.
+pub(crate) fn release_local_tasks() {
     if let Some(scheduler) = current() {
-        if let Some(task) = NEXT_TASK.with(Cell::take) {
-            scheduler.push(task);
-        }
+        scheduler.release_local_tasks();
     }
 }
 
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
 pub(crate) fn forget_thread_context() {
-    SCHEDULER.with(|s| s.set(std::ptr::null()));
-    if let Some(task) = NEXT_TASK.with(Cell::take) {
-        std::mem::forget(task);
-    }
-    HOLDS_PERMIT.with(|h| h.set(false));
+    let _ = STATE.try_with(|s| {
+        s.scheduler.set(std::ptr::null());
+        s.holds_permit.set(false);
+        std::mem::forget(s.next.take());
+        if let Ok(mut deque) = s.deque.try_borrow_mut() {
+            std::mem::forget(deque.take());
+        }
+    });
 }
 
 impl Scheduler {
@@ -140,6 +179,7 @@ impl Scheduler {
         Arc::new(Scheduler {
             config,
             queue: Injector::new(),
+            deques: Deques::new(config.workers, config.max_threads),
             drainers: Drainers::new(config.workers),
             pool: Mutex::new(Some(pool)),
             pool_threads,
@@ -159,7 +199,7 @@ impl Scheduler {
     }
 
     fn is_current(&self) -> bool {
-        std::ptr::eq(SCHEDULER.with(Cell::get), self)
+        std::ptr::eq(STATE.with(|s| s.scheduler.get()), self)
     }
 
     // ---- queueing -----------------------------------------------------------
@@ -172,8 +212,20 @@ impl Scheduler {
         self.start_drainer(self.drainers.after_push());
     }
 
+    /// A task made ready by `mlirAsyncRuntimeExecute` on this scheduler's
+    /// own thread: onto the thread's deque, newest first; an idle drainer
+    /// may steal it.
+    pub(crate) fn push_from_task(&self, task: Task) {
+        debug_assert!(self.is_current());
+        STATE.with(|s| match s.deque.borrow().as_ref() {
+            Some(deque) => deque.worker.push(task),
+            None => unreachable!("a drainer registers its deque first"),
+        });
+        self.start_drainer(self.drainers.after_push());
+    }
+
     /// A continuation made ready on this scheduler's own thread: into the
-    /// thread's next-task slot (the older occupant goes to the queue).
+    /// thread's next-task slot (the older occupant goes to the deque).
     ///
     /// A task in the slot cannot be taken by another drainer until the
     /// current task returns. That delays nothing in compiled code: a task
@@ -187,19 +239,69 @@ impl Scheduler {
             fuzz::Detour::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
             fuzz::Detour::Usual => {}
         }
-        if let Some(older) = NEXT_TASK.with(|slot| slot.replace(Some(task))) {
-            self.push(older);
+        if let Some(older) = STATE.with(|s| s.next.replace(Some(task))) {
+            self.push_from_task(older);
         }
     }
 
-    fn pop(&self) -> Option<Task> {
-        loop {
-            match self.queue.steal() {
-                Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
-                Steal::Retry => {}
+    /// The next task for this thread's drainer: its slot's, its deque's
+    /// newest, a batch from the queue, or a batch stolen from another
+    /// thread's deque.
+    fn next_task(&self) -> Option<(Task, Route)> {
+        STATE.with(|s| {
+            if let Some(task) = s.next.take() {
+                return Some((task, Route::Slot));
             }
+            let deque = s.deque.borrow();
+            let deque = deque.as_ref().expect("a drainer registers its deque first");
+            if let Some(task) = deque.worker.pop() {
+                return Some((task, Route::Queued));
+            }
+            loop {
+                match self.queue.steal_batch_and_pop(&deque.worker) {
+                    Steal::Success(task) => return Some((task, Route::Queued)),
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+            self.deques.steal(&deque.worker, deque.slot).map(|task| (task, Route::Queued))
+        })
+    }
+
+    /// See [`release_local_tasks`].
+    fn release_local_tasks(&self) {
+        let (next, mut local) = STATE.with(|s| {
+            let mut local = Vec::new();
+            if let Some(deque) = s.deque.borrow().as_ref() {
+                while let Some(task) = deque.worker.pop() {
+                    local.push(task);
+                }
+            }
+            (s.next.take(), local)
+        });
+        // Oldest first, as thieves would have taken them.
+        local.reverse();
+        for task in next.into_iter().chain(local) {
+            self.push(task);
         }
+    }
+
+    /// Registers this thread's deque with this scheduler on its first
+    /// drain: a pool thread in the slot of its rayon index, a spare in a
+    /// free one.
+    fn ensure_deque(&self, kind: DrainerKind) {
+        STATE.with(|s| {
+            let mut deque = s.deque.borrow_mut();
+            if deque.as_ref().is_some_and(|d| std::ptr::eq(d.owner, self)) {
+                return;
+            }
+            let slot = match kind {
+                DrainerKind::PoolJob => Some(rayon::current_thread_index().expect("a pool job runs on the pool")),
+                DrainerKind::Spare => None,
+            };
+            let (worker, slot) = self.deques.register(slot);
+            *deque = Some(OwnedDeque { owner: self, slot, worker });
+        });
     }
 
     /// Starts the drainer `start` took a permit for: a job on the pool, or
@@ -238,44 +340,47 @@ impl Scheduler {
 
     // ---- the drain loop -----------------------------------------------------
 
-    /// Takes tasks from the slot and the queue and runs them until there
+    /// Takes tasks (see [`Scheduler::next_task`]) and runs them until there
     /// are none, holding a permit (taken by whoever started this drainer).
     fn run_drainer(&self, kind: DrainerKind) {
-        SCHEDULER.with(|s| s.set(self));
-        HOLDS_PERMIT.with(|h| h.set(true));
+        self.ensure_deque(kind);
+        STATE.with(|s| {
+            s.scheduler.set(self);
+            s.holds_permit.set(true);
+        });
         let mut spins = 0;
         loop {
-            let next = match NEXT_TASK.with(Cell::take) {
-                Some(task) => Some((task, Route::Slot)),
-                None => self.pop().map(|task| (task, Route::Queued)),
-            };
-            if let Some((task, route)) = next {
+            if let Some((task, route)) = self.next_task() {
                 spins = 0;
                 fuzz::before_task();
                 observe::run_task(task, route);
-                if HOLDS_PERMIT.with(Cell::get) {
+                if STATE.with(|s| s.holds_permit.get()) {
                     continue;
                 }
                 // The task blocked and gave its permit away: go on only
-                // with a permit, else hand the slot's task to the queue.
+                // with a permit, else hand this thread's tasks over.
                 if self.drainers.try_reacquire() {
-                    HOLDS_PERMIT.with(|h| h.set(true));
+                    STATE.with(|s| s.holds_permit.set(true));
                     continue;
                 }
-                if let Some(task) = NEXT_TASK.with(Cell::take) {
-                    self.push(task);
-                }
+                self.release_local_tasks();
                 break;
             }
-            if spins < IDLE_SPINS {
-                spins += 1;
+            spins += 1;
+            if spins <= IDLE_SPINS {
                 std::hint::spin_loop();
+                continue;
+            }
+            if spins <= IDLE_SPINS + IDLE_YIELDS {
+                std::thread::yield_now();
                 continue;
             }
             break;
         }
-        let holds_permit = HOLDS_PERMIT.with(|h| h.replace(false));
-        SCHEDULER.with(|s| s.set(std::ptr::null()));
+        let holds_permit = STATE.with(|s| {
+            s.scheduler.set(std::ptr::null());
+            s.holds_permit.replace(false)
+        });
         let after = self.drainers.leave(kind, holds_permit);
         self.after_leave(after);
     }
@@ -353,8 +458,8 @@ impl<'a> Blocked<'a> {
     /// place over and returns the guard; elsewhere returns `None`.
     pub(crate) fn begin() -> Option<Blocked<'a>> {
         let scheduler = current()?;
-        release_slot();
-        let holds_permit = HOLDS_PERMIT.with(|h| h.replace(false));
+        scheduler.release_local_tasks();
+        let holds_permit = STATE.with(|s| s.holds_permit.replace(false));
         let after = scheduler.drainers.block(holds_permit);
         scheduler.after_leave(after);
         Some(Blocked { scheduler, stuck_before: false })

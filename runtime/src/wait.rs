@@ -55,8 +55,8 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
         return outcome;
     }
     let observed = observe::wait_started();
-    // The task in this thread's slot may be the one that ends this wait.
-    scheduler::release_slot();
+    // A task this thread made ready may be the one that ends this wait.
+    scheduler::release_local_tasks();
     let mut blocked: Option<Blocked> = None;
     let mut backoff = Backoff::default();
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
