@@ -12,12 +12,14 @@ pub mod cli;
 pub mod crash;
 pub mod error;
 pub mod filecheck;
+pub mod filecheck_handwritten;
 pub mod input;
 pub mod jit;
 pub mod lower;
 pub mod report;
 pub mod resolve;
 pub mod run;
+pub mod text;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -87,7 +89,7 @@ fn run_cli(cli: &Cli) -> Result<i32> {
             let text = std::fs::read(path)
                 .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
             let text = String::from_utf8_lossy(&text);
-            Some(filecheck::CheckFile::parse(&path.display().to_string(), &text, &cli.prefixes()).map_err(Error::usage)?)
+            Some(filecheck_handwritten::CheckFile::parse(&path.display().to_string(), &text, &cli.prefixes()).map_err(Error::usage)?)
         }
         None => None,
     };

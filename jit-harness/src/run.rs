@@ -3,7 +3,7 @@
 //! live-object count, and keep a watchdog that reports a hung run.
 
 use crate::capture::{write_fd, Capture};
-use crate::filecheck::CheckFile;
+use crate::filecheck_handwritten::CheckFile;
 use crate::jit::EntryKind;
 use crate::report::Summary;
 use crate::resolve::Introspection;
