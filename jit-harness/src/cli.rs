@@ -76,14 +76,13 @@ pub struct Cli {
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
 
-    /// FileCheck directives to check each run's standard output against.
+    /// FileCheck file to check each run's standard output against, with LLVM 19's FileCheck
+    /// (in-process; verdicts and messages are FileCheck's).
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
 
-    /// Check prefix (repeatable) [default: CHECK].
-    #[arg(long = "check-prefix", visible_alias = "check-prefixes", value_name = "PREFIX",
-          value_delimiter = ',', requires = "check")]
-    pub check_prefixes: Vec<String>,
+    #[command(flatten)]
+    pub filecheck: FileCheckFlags,
 
     /// Skip the leak check even when the runtime supports it.
     #[arg(long)]
@@ -112,6 +111,64 @@ pub struct Cli {
     pub name: Option<String>,
 }
 
+/// The options of LLVM's `FileCheck` that --check honours, with its names.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "FileCheck options (as FileCheck takes them; need --check)")]
+pub struct FileCheckFlags {
+    /// Check prefixes (repeatable, or comma-separated) [default: CHECK].
+    #[arg(long = "check-prefix", visible_alias = "check-prefixes", value_name = "PREFIX",
+          value_delimiter = ',', requires = "check")]
+    pub check_prefixes: Vec<String>,
+
+    /// Comment prefixes (comma-separated) [default: COM,RUN].
+    #[arg(long, value_name = "PREFIX", value_delimiter = ',', requires = "check")]
+    pub comment_prefixes: Vec<String>,
+
+    /// Add an implicit CHECK-NOT with this pattern to every positive check (repeatable).
+    #[arg(long, value_name = "PATTERN", requires = "check")]
+    pub implicit_check_not: Vec<String>,
+
+    /// Require all positive matches to cover an entire input line.
+    #[arg(long, requires = "check")]
+    pub match_full_lines: bool,
+
+    /// Do not treat all horizontal whitespace as equivalent.
+    #[arg(long, requires = "check")]
+    pub strict_whitespace: bool,
+
+    /// Use case-insensitive matching.
+    #[arg(long, requires = "check")]
+    pub ignore_case: bool,
+
+    /// Allow a run's output to be empty.
+    #[arg(long, requires = "check")]
+    pub allow_empty: bool,
+
+    /// Allow prefixes that do not appear in the check file.
+    #[arg(long, requires = "check")]
+    pub allow_unused_prefixes: bool,
+
+    /// Reset variables not starting with `$` at each CHECK-LABEL block.
+    #[arg(long, requires = "check")]
+    pub enable_var_scope: bool,
+}
+
+impl FileCheckFlags {
+    pub fn options(&self) -> crate::filecheck::Options {
+        crate::filecheck::Options {
+            check_prefixes: self.check_prefixes.clone(),
+            comment_prefixes: self.comment_prefixes.clone(),
+            implicit_check_not: self.implicit_check_not.clone(),
+            strict_whitespace: self.strict_whitespace,
+            match_full_lines: self.match_full_lines,
+            ignore_case: self.ignore_case,
+            allow_empty: self.allow_empty,
+            allow_unused_prefixes: self.allow_unused_prefixes,
+            enable_var_scope: self.enable_var_scope,
+        }
+    }
+}
+
 impl Cli {
     /// Conflicts clap cannot see (they depend on values).
     pub fn validate(&self) -> Result<()> {
@@ -128,13 +185,5 @@ impl Cli {
             return Err(Error::usage("--entry must not be empty"));
         }
         Ok(())
-    }
-
-    pub fn prefixes(&self) -> Vec<String> {
-        if self.check_prefixes.is_empty() {
-            vec!["CHECK".to_string()]
-        } else {
-            self.check_prefixes.clone()
-        }
     }
 }

@@ -7,7 +7,11 @@
 //!
 //! The check file is read once ([`CheckFile::parse`]); [`CheckFile::check`]
 //! then checks one output at a time, each from a clean state (no variable
-//! from an earlier output is visible). Diagnostics never reach stderr
+//! from an earlier output is visible). Because of that, FileCheck's verdict
+//! and messages are a function of the output's bytes alone, so the verdicts
+//! of the last few distinct outputs are kept and an identical output (the
+//! common case over thousands of runs) costs a comparison of bytes instead
+//! of a FileCheck run (tens to hundreds of microseconds for the corpus). Diagnostics never reach stderr
 //! directly: a failure comes back as a [`Mismatch`] with FileCheck's
 //! messages and a `--dump-input=fail`-style dump, lines cut to
 //! [`crate::text::MAX_LINE`].
@@ -22,8 +26,15 @@ mod ffi;
 
 use crate::text::{cut_line, cut_lines, strip_ansi, MAX_LINE};
 pub use dump::Diag;
+use std::collections::VecDeque;
 use std::fmt;
 use std::ptr::NonNull;
+
+/// Distinct outputs whose verdicts are remembered.
+const RECENT_OUTPUTS: usize = 8;
+/// Outputs longer than this are always checked afresh (bounds the memory
+/// the remembered outputs take to RECENT_OUTPUTS times this).
+const MAX_REMEMBERED_OUTPUT: usize = 1 << 20;
 
 /// How the output is named in diagnostics (`<stdout>:3:1: note: ...`).
 pub const INPUT_NAME: &str = "<stdout>";
@@ -92,6 +103,8 @@ pub struct CheckFile {
     raw: NonNull<ffi::FcsChecker>,
     allow_empty: bool,
     warnings: String,
+    /// Recently checked outputs and their verdicts, most recent first.
+    recent: VecDeque<(Vec<u8>, Result<(), Mismatch>)>,
 }
 
 /// FileCheck's text as the harness prints it: no colours, no long lines.
@@ -133,7 +146,7 @@ impl CheckFile {
         // call; the shim copies what it keeps and never returns null.
         let raw = unsafe { ffi::fcs_parse(&opts, ffi::FcsStr::new(name.as_bytes()), ffi::FcsStr::new(text)) };
         let raw = NonNull::new(raw).expect("fcs_parse never returns null");
-        let mut file = CheckFile { raw, allow_empty: options.allow_empty, warnings: String::new() };
+        let mut file = CheckFile { raw, allow_empty: options.allow_empty, warnings: String::new(), recent: VecDeque::new() };
         // SAFETY: a live checker.
         if unsafe { ffi::fcs_is_valid(file.raw.as_ptr()) } == 1 {
             file.warnings = clean(file.messages());
@@ -160,8 +173,28 @@ impl CheckFile {
     }
 
     /// Checks one output (the bytes a run printed) as `FileCheck ... <
-    /// OUTPUT` would.
+    /// OUTPUT` would; an output identical to one of the last few checked
+    /// gets that one's verdict without running FileCheck again.
     pub fn check(&mut self, output: &[u8]) -> Result<(), Mismatch> {
+        if let Some(i) = self.recent.iter().position(|(o, _)| o.as_slice() == output) {
+            let entry = self.recent.remove(i).expect("index from position");
+            let verdict = entry.1.clone();
+            self.recent.push_front(entry);
+            return verdict;
+        }
+        let verdict = self.check_afresh(output);
+        if output.len() <= MAX_REMEMBERED_OUTPUT {
+            if self.recent.len() == RECENT_OUTPUTS {
+                self.recent.pop_back();
+            }
+            self.recent.push_front((output.to_vec(), verdict.clone()));
+        }
+        verdict
+    }
+
+    /// Checks one output with FileCheck, whatever was checked before (what
+    /// [`check`](Self::check) does for an output it has not seen lately).
+    pub fn check_afresh(&mut self, output: &[u8]) -> Result<(), Mismatch> {
         if output.is_empty() && !self.allow_empty {
             return Err(Mismatch {
                 kind: MismatchKind::EmptyInput,

@@ -4,15 +4,14 @@
 //!
 //! Stages, one module each: [`input`] (load), [`lower`] (MLIR to LLVM IR),
 //! [`jit`] (LLVM passes and ORC), [`resolve`] (libraries and symbols),
-//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check),
-//! [`report`] (summary and progress).
+//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check,
+//! with LLVM's FileCheck library), [`report`] (summary and progress).
 
 pub mod capture;
 pub mod cli;
 pub mod crash;
 pub mod error;
 pub mod filecheck;
-pub mod filecheck_handwritten;
 pub mod input;
 pub mod jit;
 pub mod lower;
@@ -82,15 +81,23 @@ fn install_panic_hook() {
     }));
 }
 
+/// Reads the check file once, before anything runs: FileCheck's verdict on
+/// it (exit code 2 for a bad one) is reported here, once.
+fn read_check_file(path: &std::path::Path, options: &filecheck::Options) -> Result<filecheck::CheckFile> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
+    let file = filecheck::CheckFile::parse(&path.display().to_string(), &text, options)
+        .map_err(|e| Error::usage(format!("FileCheck rejects the check file: {}", e.headline)))?;
+    if let Some(first) = file.warnings().lines().next() {
+        eprintln!("jit-harness: warning: FileCheck reads the check file despite: {first}");
+    }
+    Ok(file)
+}
+
 fn run_cli(cli: &Cli) -> Result<i32> {
     cli.validate()?;
-    let check = match &cli.check {
-        Some(path) => {
-            let text = std::fs::read(path)
-                .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
-            let text = String::from_utf8_lossy(&text);
-            Some(filecheck_handwritten::CheckFile::parse(&path.display().to_string(), &text, &cli.prefixes()).map_err(Error::usage)?)
-        }
+    let mut check = match &cli.check {
+        Some(path) => Some(read_check_file(path, &cli.filecheck.options())?),
         None => None,
     };
     let runtime = match &cli.runtime {
@@ -154,14 +161,13 @@ fn run_cli(cli: &Cli) -> Result<i32> {
         kind,
         repeat: cli.repeat,
         timeout: (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout)),
-        check: check.as_ref(),
         introspection: libs.introspection,
         leak_check,
         echo: cli.echo,
         json: cli.json,
     };
     crash::install();
-    let summary = run::run_all(&cfg, &capture, tally, &pb);
+    let summary = run::run_all(&cfg, check.as_mut(), &capture, tally, &pb);
     drop(capture);
     // Destroy hooks wait for the runtime's tasks; only then is the JIT'd
     // code freed.

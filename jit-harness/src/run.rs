@@ -3,7 +3,7 @@
 //! live-object count, and keep a watchdog that reports a hung run.
 
 use crate::capture::{write_fd, Capture};
-use crate::filecheck_handwritten::CheckFile;
+use crate::filecheck::CheckFile;
 use crate::jit::EntryKind;
 use crate::report::Summary;
 use crate::resolve::Introspection;
@@ -74,12 +74,11 @@ impl Tally {
     }
 }
 
-pub struct RunConfig<'a> {
+pub struct RunConfig {
     pub entry: usize,
     pub kind: EntryKind,
     pub repeat: u64,
     pub timeout: Option<Duration>,
-    pub check: Option<&'a CheckFile>,
     pub introspection: Option<Introspection>,
     pub leak_check: bool,
     pub echo: bool,
@@ -159,7 +158,13 @@ fn spawn_watchdog(
 }
 
 /// Runs the entry point `cfg.repeat` times; returns the final summary.
-pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>, pb: &ProgressBar) -> Summary {
+pub fn run_all(
+    cfg: &RunConfig,
+    mut check: Option<&mut CheckFile>,
+    capture: &Capture,
+    tally: Arc<Mutex<Tally>>,
+    pb: &ProgressBar,
+) -> Summary {
     let watch = Arc::new(Watch { base: Instant::now(), run: AtomicU64::new(0), started_ns: AtomicU64::new(0) });
     if let Some(t) = cfg.timeout {
         spawn_watchdog(watch.clone(), t, cfg.repeat, cfg.introspection, tally.clone(), capture.saved_stdout(), cfg.json, pb.clone());
@@ -167,10 +172,22 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
     let leak = if cfg.leak_check { cfg.introspection } else { None };
     let mut out = Vec::with_capacity(4096);
     let mut reported = 0u64;
-    let mut report = |pb: &ProgressBar, msg: String| {
+    // Headlines already shown with their details: a repeated failure gets
+    // its one line only.
+    let mut explained: Vec<String> = Vec::new();
+    let mut report = |pb: &ProgressBar, msg: &str, headline: &str, details: &str| {
         reported += 1;
         if reported <= MAX_REPORTED {
-            pb.suspend(|| eprintln!("jit-harness: {msg}"));
+            let mut text = format!("jit-harness: {msg}\n");
+            if !details.is_empty() && !explained.iter().any(|h| h == headline) {
+                explained.push(headline.to_string());
+                for line in details.lines() {
+                    text.push_str("  ");
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            pb.suspend(|| eprint!("{text}"));
         } else if reported == MAX_REPORTED + 1 {
             pb.suspend(|| eprintln!("jit-harness: (further failing runs are counted but not described)"));
         }
@@ -211,12 +228,14 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
             write_fd(1, &out);
         }
         let mut failure: Option<String> = None;
+        let (mut headline, mut details) = (String::new(), String::new());
         let mut leaked = false;
         let mut check_failed = false;
-        if let Some(cf) = cfg.check {
-            if let Err(m) = cf.check(&String::from_utf8_lossy(&out)) {
+        if let Some(cf) = check.as_deref_mut() {
+            if let Err(m) = cf.check(&out) {
                 check_failed = true;
-                failure = Some(format!("run {i}: check failed: {m}"));
+                failure = Some(format!("run {i}: check failed: {}", m.headline));
+                (headline, details) = (m.headline, m.details);
             }
         }
         if let (Some(x), Some(b)) = (leak, before) {
@@ -240,7 +259,7 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
             }
         }
         if let Some(msg) = &failure {
-            report(pb, msg.clone());
+            report(pb, msg, &headline, &details);
         }
         if let Ok(mut t) = tally.lock() {
             t.times.add(dt);

@@ -307,6 +307,9 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+    fn pick_str(&mut self, items: &[&'static str]) -> &'static str {
+        items[self.below(items.len())]
+    }
 }
 
 const WORDS: &[&str] = &[
@@ -324,7 +327,7 @@ fn token(r: &mut Rng) -> String {
 }
 
 fn separator(r: &mut Rng) -> &'static str {
-    *r.pick(&[" ", " ", " ", "  ", "\t", " \t "])
+    r.pick_str(&[" ", " ", " ", "  ", "\t", " \t "])
 }
 
 /// An output: lines of tokens with varied spacing, some empty lines.
@@ -361,7 +364,7 @@ fn gen_pattern(r: &mut Rng, text: &str, vars: &mut Vec<(String, String)>, nums: 
     let mut out = String::new();
     for (i, tok) in text.split([' ', '\t']).filter(|t| !t.is_empty()).enumerate() {
         if i > 0 {
-            out.push_str(*r.pick(&[" ", " ", "  ", "\t"]));
+            out.push_str(r.pick_str(&[" ", " ", "  ", "\t"]));
         }
         let is_num = tok.bytes().all(|b| b.is_ascii_digit()) && tok.len() < 10;
         if is_num && r.chance(50) {
@@ -406,7 +409,7 @@ fn gen_pattern(r: &mut Rng, text: &str, vars: &mut Vec<(String, String)>, nums: 
                 out.push_str(tok);
                 out.push_str("{{$}}");
             }
-            9 if r.chance(60) => out.push_str(&format!("[[@LINE{}]]", *r.pick(&["", "+1", "-1"]))),
+            9 if r.chance(60) => out.push_str(&format!("[[@LINE{}]]", r.pick_str(&["", "+1", "-1"]))),
             10 if r.chance(30) => out.push_str(&tok.to_uppercase()),
             _ => out.push_str(tok),
         }
@@ -451,7 +454,7 @@ fn generate(seed: u64) -> Generated {
             if r.chance(30) {
                 options.allow_unused_prefixes = true;
             }
-            *r.pick(&["A", "B"])
+            r.pick_str(&["A", "B"])
         }
         _ => "CHECK",
     };
@@ -502,8 +505,8 @@ fn generate(seed: u64) -> Generated {
             _ => "",
         };
         let not_word = if kind == "-NOT" && r.chance(50) { format!("{pattern}zz") } else { pattern };
-        let space = *r.pick(&[" ", " ", "  ", "\t", ""]);
-        let comment = *r.pick(&["", "", "// ", "; ", "# "]);
+        let space = r.pick_str(&[" ", " ", "  ", "\t", ""]);
+        let comment = r.pick_str(&["", "", "// ", "; ", "# "]);
         checks.push(format!("{comment}{prefix}{kind}:{space}{not_word}"));
         if kind != "-NOT" && kind != "-DAG" {
             last = Some(i);
@@ -558,7 +561,8 @@ fn generated_cases_agree_with_llvm_filecheck() {
     let w = Workdir::new("fc-gen");
     let mut by_code = [0usize; 3];
     // Cases whose check file or options use each feature.
-    let features: &[(&str, fn(&Generated) -> bool)] = &[
+    type Feature = (&'static str, fn(&Generated) -> bool);
+    let features: &[Feature] = &[
         ("CHECK-NEXT", |g| g.check.contains("-NEXT:")),
         ("CHECK-SAME", |g| g.check.contains("-SAME:")),
         ("CHECK-NOT", |g| g.check.contains("-NOT:")),

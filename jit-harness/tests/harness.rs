@@ -101,7 +101,41 @@ fn wrong_output_fails_every_run() {
     for i in 1..=4 {
         assert!(r.stderr.contains(&format!("run {i}: check failed")), "{}", r.stderr);
     }
-    assert!(r.stderr.contains("wrong.check:3: CHECK-NEXT: 43: expected string not found"), "{}", r.stderr);
+    assert!(r.stderr.contains("wrong.check:3:16: error: CHECK-NEXT: expected string not found in input"), "{}", r.stderr);
+    // FileCheck's diagnostics and input dump, once for a repeated failure.
+    assert_eq!(r.stderr.matches("Input was:").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("  next:3'0     ~~~\n  next:3'1     ?   possible intended match\n"), "{}", r.stderr);
+    assert!(r.stderr.contains("<stdout>:3:1: note: possible intended match here"), "{}", r.stderr);
+    assert!(j["first_failure"].as_str().unwrap().ends_with("CHECK-NEXT: expected string not found in input"), "{j}");
+}
+
+#[test]
+fn filecheck_options_reach_filecheck() {
+    let dir = temp_dir("fcopts");
+    let check = dir.join("c.check");
+    std::fs::write(&check, "CHECK: 40\nCHECK: 42\n").unwrap();
+    let (rt, check) = (s(&our_runtime()), s(&check));
+    let (hello, utils) = (s(&data("hello.mlir")), c_runner_utils());
+    let base = [hello.as_str(), "--runtime", &rt, "--shared-lib", &utils, "--check", &check];
+    let run_with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    assert_eq!(run_with(&[]).code, 0);
+    let r = run_with(&["--implicit-check-not", "41"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("command line:1:22: error: IMPLICIT-CHECK-NOT: excluded string found in input"), "{}", r.stderr);
+    let r = run_with(&["--check-prefixes", "CHECK,OTHER"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("FileCheck rejects the check file: error: no check strings found with prefix 'OTHER:'"), "{}", r.stderr);
+    assert_eq!(run_with(&["--check-prefixes", "CHECK,OTHER", "--allow-unused-prefixes"]).code, 0);
+    std::fs::write(&check, "CHECK: {{^}}41\n").unwrap();
+    assert_eq!(run_with(&["--match-full-lines"]).code, 0);
+    std::fs::write(&check, "CHECK: {{^}}4\n").unwrap();
+    assert_eq!(run_with(&[]).code, 0);
+    assert_eq!(run_with(&["--match-full-lines"]).code, 1);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -161,6 +195,8 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
     let dir = temp_dir("bad");
     let empty_check = dir.join("empty.check");
     std::fs::write(&empty_check, "no directives here\n").unwrap();
+    let dag_not = dir.join("dag-not.check");
+    std::fs::write(&dag_not, "CHECK: 40\nCHECK-DAG-NOT: 41\n").unwrap();
     let hello = s(&data("hello.mlir"));
     let hello_ll = lower_to_ll("hello", &dir);
     let hello_ll = s(&hello_ll);
@@ -180,7 +216,10 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
         (vec![hello_ll.clone()], 2, "unresolved symbol `printI64` (and 1 more: printNewline)"),
         (vec![s(&data("unresolved.ll"))], 2, "unresolved symbol `no_such_function_anywhere`"),
         (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--llvm-passes".into(), "verify".into()], 2, "still calls the coroutine intrinsic llvm.coro."),
-        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&empty_check)], 2, "no check strings found with prefix 'CHECK:'"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&empty_check)], 2, "FileCheck rejects the check file: error: no check strings found with prefix 'CHECK:'"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&dag_not)], 2, "dag-not.check:2:7: error: unsupported -NOT combo on prefix 'CHECK'"),
+        (vec![hello_ll.clone(), "--check".into(), s(&data("hello.check")), "--check-prefix".into(), "bad prefix".into()], 2, "error: supplied check prefix must start with a letter"),
+        (vec![hello_ll.clone(), "--check".into(), "/nonexistent/x.check".into()], 2, "cannot read check file /nonexistent/x.check: No such file or directory"),
         (vec![hello.clone(), "--pipeline".into(), "builtin.module(no-such-pass)".into()], 2, "mlir-opt rejected"),
         (vec![hello.clone(), "--mlir-bin".into(), "/nonexistent".into()], 2, "cannot run /nonexistent/mlir-opt"),
     ];
