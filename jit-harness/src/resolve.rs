@@ -153,7 +153,6 @@ pub struct Libraries {
     /// Never unloaded: JIT code and runtime threads may point into them,
     /// and unloading a Rust cdylib with live threads crashes.
     libs: ManuallyDrop<Vec<Library>>,
-    pub runtime_path: PathBuf,
     pub introspection: Option<Introspection>,
     destroyed: bool,
 }
@@ -227,7 +226,7 @@ impl Libraries {
             l.init();
             loaded.push(l);
         }
-        Ok(Libraries { libs: ManuallyDrop::new(loaded), runtime_path: runtime.to_path_buf(), introspection, destroyed: false })
+        Ok(Libraries { libs: ManuallyDrop::new(loaded), introspection, destroyed: false })
     }
 
     /// Resolves every name, or names the ones that no library and not the
