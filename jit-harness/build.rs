@@ -1,5 +1,8 @@
 //! Builds the FileCheck shim (shim/filecheck_shim.cpp) against LLVM 19's
-//! headers and links it with libLLVM-19, which inkwell links already.
+//! headers and links it with libLLVM-19, which inkwell links already; and
+//! exports the harness's `pthread_create` (src/main.rs) from the executable,
+//! so that the libraries it loads create their threads through it (an
+//! alternate signal stack on each: src/crash/threads.rs).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -27,6 +30,7 @@ fn main() {
 
     println!("cargo:rustc-link-search=native={}", prefix.join("lib").display());
     println!("cargo:rustc-link-lib=dylib=LLVM-19");
+    println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic-symbol=pthread_create");
     println!("cargo:rerun-if-changed=shim/filecheck_shim.cpp");
     println!("cargo:rerun-if-changed=shim/filecheck_shim.h");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");

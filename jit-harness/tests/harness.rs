@@ -253,12 +253,35 @@ fn help_lists_the_flags() {
 fn a_crashing_run_is_named_before_the_process_dies() {
     let rt = s(&our_runtime());
     let r = run(&[&s(&data("crash.ll")), "--runtime", &rt, "--repeat", "10"]);
-    assert_eq!(r.code, -1, "killed by the re-raised signal; stderr: {}", r.stderr);
-    assert!(
-        r.stderr.contains("jit-harness: run 3 crashed: SIGSEGV"),
-        "stderr: {}",
-        r.stderr
-    );
+    assert_eq!(r.signal, Some(libc::SIGSEGV), "killed by the re-raised signal; stderr: {}", r.stderr);
+    assert!(r.stderr.starts_with("jit-harness: run 3 crashed: SIGSEGV (in thread "), "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
+/// A stack overflow leaves no stack for a signal handler; the harness gives
+/// every thread an alternate one, including the threads each runtime
+/// library creates, and tells the overflow from other faults.
+#[test]
+fn a_stack_overflow_is_named_on_any_thread_under_both_runtimes() {
+    for rt in [our_runtime(), cxx_runtime()] {
+        let rt = s(&rt);
+        for (program, run_no) in [("overflow-worker.ll", 1), ("overflow-main.ll", 2)] {
+            let r = run(&[&s(&data(program)), "--runtime", &rt, "--repeat", "3", "--timeout", "30"]);
+            assert_eq!(r.signal, Some(libc::SIGSEGV), "{program} under {rt}: stderr: {}", r.stderr);
+            let want = format!("jit-harness: run {run_no} crashed: SIGSEGV (stack overflow in thread ");
+            assert!(r.stderr.starts_with(&want), "{program} under {rt}: stderr: {:?}", r.stderr);
+            assert!(r.stderr.contains(", tid "), "{}", r.stderr);
+            assert_eq!(r.stderr.lines().count(), 1, "{program} under {rt}: {}", r.stderr);
+        }
+        // A fault that is not an overflow, on a worker, is not called one.
+        let r = run(&[&s(&data("crash-worker.ll")), "--runtime", &rt, "--timeout", "30"]);
+        assert_eq!(r.signal, Some(libc::SIGSEGV), "{rt}: stderr: {}", r.stderr);
+        assert!(r.stderr.starts_with("jit-harness: run 1 crashed: SIGSEGV (in thread "), "{rt}: {:?}", r.stderr);
+        assert!(!r.stderr.contains("overflow"), "{rt}: {}", r.stderr);
+    }
+    // Our runtime's workers are named.
+    let r = run(&[&s(&data("overflow-worker.ll")), "--runtime", &s(&our_runtime()), "--timeout", "30"]);
+    assert!(r.stderr.contains("stack overflow in thread mlir-async-"), "{}", r.stderr);
 }
 
 #[test]
