@@ -19,6 +19,7 @@ pub mod report;
 pub mod resolve;
 pub mod run;
 pub mod text;
+pub mod watchdog;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -160,18 +161,33 @@ fn run_cli(cli: &Cli) -> Result<i32> {
         entry,
         kind,
         repeat: cli.repeat,
-        timeout: (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout)),
         introspection: libs.introspection,
         leak_check,
         echo: cli.echo,
         json: cli.json,
     };
+    // The parser bounds the timeout (cli::MAX_TIMEOUT_SECS).
+    let timeout = (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout));
+    let watchdog = watchdog::Watchdog::start(
+        timeout,
+        watchdog::Context {
+            repeat: cli.repeat,
+            introspection: libs.introspection,
+            tally: tally.clone(),
+            stdout_fd: capture.saved_stdout(),
+            json: cli.json,
+            progress: pb.clone(),
+        },
+    );
     crash::install();
-    let summary = run::run_all(&cfg, check.as_mut(), &capture, tally, &pb);
-    drop(capture);
-    // Destroy hooks wait for the runtime's tasks; only then is the JIT'd
-    // code freed.
+    let summary = run::run_all(&cfg, check.as_mut(), &capture, &watchdog, tally, &pb);
+    // Destroy hooks wait for the runtime's tasks (the C++ runtime's can
+    // hang on a task that never ends: the watchdog covers it); only then is
+    // the JIT'd code freed. The capture lives on for the watchdog's output.
+    watchdog.destroy_started();
     libs.destroy();
+    watchdog.idle();
+    drop(capture);
     drop(jit);
     println!("{}", summary.render(cli.json));
     Ok(if summary.passed == summary.runs && summary.runs == cli.repeat { 0 } else { 1 })

@@ -15,6 +15,8 @@ pub struct Summary {
     pub failed: u64,
     pub hung: u64,
     pub leaked: u64,
+    /// The runtime's destroy hook did not return within --timeout.
+    pub destroy_hung: bool,
     pub median_us: f64,
     pub p99_us: f64,
     pub leak_check: bool,
@@ -49,6 +51,9 @@ impl Summary {
             fmt_us(self.median_us),
             fmt_us(self.p99_us)
         );
+        if self.destroy_hung {
+            s.push_str(", destroy hook hung");
+        }
         if let Some(note) = &self.leak_check_note {
             s.push_str(&format!(" (leak check off: {note})"));
         }

@@ -285,6 +285,30 @@ fn a_stack_overflow_is_named_on_any_thread_under_both_runtimes() {
 }
 
 #[test]
+fn a_destroy_hook_that_hangs_is_reported_by_the_watchdog() {
+    // Under the C++ runtime the runs end, and its destroy hook then waits
+    // for the blocked task forever.
+    let rt = s(&cxx_runtime());
+    let t = std::time::Instant::now();
+    let r = run(&[&s(&data("blocked-task.ll")), "--runtime", &rt, "--repeat", "2", "--timeout", "0.5", "--json"]);
+    assert!(t.elapsed().as_secs_f64() < 20.0);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(
+        r.stderr.starts_with("jit-harness: the runtime's destroy hook hung: no return after 0.5 s, after the last of 2 runs"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let j = summary(&r);
+    assert_eq!((j["runs"].as_u64(), j["passed"].as_u64(), j["destroy_hung"].as_bool()), (Some(2), Some(2), Some(true)), "{j}");
+    // Under ours the run itself waits for the task: a hung run.
+    let r = run(&[&s(&data("blocked-task.ll")), "--runtime", &s(&our_runtime()), "--timeout", "0.5", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains("run 1 of 1 hung: no result after 0.5 s"), "{}", r.stderr);
+    assert_eq!(summary(&r)["destroy_hung"], false);
+}
+
+#[test]
 fn trace_and_stats_cover_every_repeated_run() {
     let trace = temp_dir("trace").join("hello.json");
     let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
