@@ -46,8 +46,8 @@ pub struct Cli {
     pub mlir_bin: PathBuf,
 
     /// Optimization level of the LLVM pass pipeline and code generation (0-3).
-    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0,
-          value_parser = clap::value_parser!(u8).range(0..=3))]
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = parse_opt_level)]
     pub opt_level: u8,
 
     /// LLVM new-pass-manager pipeline instead of `default<O{LEVEL}>` (-O still sets code generation).
@@ -68,12 +68,14 @@ pub struct Cli {
     pub entry: String,
 
     /// Number of runs in this process.
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true,
+          value_parser = parse_runs)]
     pub repeat: u64,
 
-    /// Seconds one run may take before the watchdog reports it as hung (0: no limit).
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    /// Seconds one run, or the runtime's destroy hook after the last run, may take before
+    /// the watchdog reports it as hung (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true,
+          value_parser = parse_timeout)]
     pub timeout: f64,
 
     /// FileCheck file to check each run's standard output against, with LLVM 19's FileCheck
@@ -169,6 +171,35 @@ impl FileCheckFlags {
     }
 }
 
+/// The longest --timeout: about 31 years (longer is no limit; use 0).
+pub const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// --repeat: a whole number of runs, at least 1. (Messages say what works:
+/// clap's own suggestion for `-1`, `-- -1`, does not.)
+fn parse_runs(s: &str) -> std::result::Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("the number of runs is a whole number >= 1, e.g. --repeat 1000".to_string()),
+    }
+}
+
+/// --timeout: seconds, from 0 (no limit) to MAX_TIMEOUT_SECS.
+fn parse_timeout(s: &str) -> std::result::Result<f64, String> {
+    let what = || format!("the timeout is a number of seconds from 0 (no limit) to {MAX_TIMEOUT_SECS:e}, e.g. --timeout 30 or 0.5");
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_TIMEOUT_SECS).contains(&v) => Ok(v),
+        _ => Err(what()),
+    }
+}
+
+/// -O: 0, 1, 2 or 3.
+fn parse_opt_level(s: &str) -> std::result::Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(n) if n <= 3 => Ok(n),
+        _ => Err("the optimization level is 0, 1, 2 or 3, e.g. -O2".to_string()),
+    }
+}
+
 impl Cli {
     /// Conflicts clap cannot see (they depend on values).
     pub fn validate(&self) -> Result<()> {
@@ -177,9 +208,6 @@ impl Cli {
         }
         if self.pipeline.is_some() && self.input_format == InputFormat::Auto && self.input.ends_with(".ll") {
             return Err(Error::usage(format!("--pipeline applies to MLIR input, but {} is LLVM IR", self.input)));
-        }
-        if !self.timeout.is_finite() || self.timeout < 0.0 {
-            return Err(Error::usage(format!("--timeout must be a number of seconds >= 0, not {}", self.timeout)));
         }
         if self.entry.is_empty() {
             return Err(Error::usage("--entry must not be empty"));

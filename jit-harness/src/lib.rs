@@ -95,8 +95,30 @@ fn read_check_file(path: &std::path::Path, options: &filecheck::Options) -> Resu
     Ok(file)
 }
 
+/// Fails unless `path` can be written, without leaving a file behind: the
+/// runtime writes the trace only at the end, and a trace that cannot be
+/// written must stop the harness before it runs, not warn after.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let existed = path.exists();
+    if path.is_dir() {
+        return Err(Error::usage(format!("cannot write the trace to {}: it is a directory", path.display())));
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| Error::usage(format!("cannot write the trace to {}: {}", path.display(), input::io_reason(&e))))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 fn run_cli(cli: &Cli) -> Result<i32> {
     cli.validate()?;
+    if let Some(path) = &cli.trace {
+        check_writable(path)?;
+    }
     let mut check = match &cli.check {
         Some(path) => Some(read_check_file(path, &cli.filecheck.options())?),
         None => None,

@@ -222,6 +222,15 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
         (vec![hello_ll.clone(), "--check".into(), "/nonexistent/x.check".into()], 2, "cannot read check file /nonexistent/x.check: No such file or directory"),
         (vec![hello.clone(), "--pipeline".into(), "builtin.module(no-such-pass)".into()], 2, "mlir-opt rejected"),
         (vec![hello.clone(), "--mlir-bin".into(), "/nonexistent".into()], 2, "cannot run /nonexistent/mlir-opt"),
+        (vec![hello_ll.clone(), "--timeout".into(), "1e308".into()], 2, "invalid value '1e308' for '--timeout <SECS>': the timeout is a number of seconds from 0 (no limit) to 1e9"),
+        (vec![hello_ll.clone(), "--timeout".into(), "-1".into()], 2, "invalid value '-1' for '--timeout <SECS>'"),
+        (vec![hello_ll.clone(), "--timeout".into(), "nan".into()], 2, "invalid value 'nan' for '--timeout <SECS>'"),
+        (vec![hello_ll.clone(), "--repeat".into(), "-1".into()], 2, "invalid value '-1' for '--repeat <N>': the number of runs is a whole number >= 1, e.g. --repeat 1000"),
+        (vec![hello_ll.clone(), "--repeat".into(), "1.5".into()], 2, "invalid value '1.5' for '--repeat <N>'"),
+        (vec![hello_ll.clone(), "-O".into(), "-1".into()], 2, "invalid value '-1' for '-O <LEVEL>': the optimization level is 0, 1, 2 or 3"),
+        (vec![hello_ll.clone(), "--trace".into(), "/nonexistent/dir/t.json".into()], 2, "cannot write the trace to /nonexistent/dir/t.json: No such file or directory"),
+        (vec![hello_ll.clone(), "--trace".into(), s(&dir)], 2, "cannot write the trace to"),
+        (vec![hello_ll.clone(), "--trace".into(), s(&data("ret.ll")) + "/t.json"], 2, "ret.ll/t.json: Not a directory"),
     ];
     for (args, code, msg) in cases {
         let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -306,6 +315,27 @@ fn a_destroy_hook_that_hangs_is_reported_by_the_watchdog() {
     assert_eq!(r.code, 1, "stderr: {}", r.stderr);
     assert!(r.stderr.contains("run 1 of 1 hung: no result after 0.5 s"), "{}", r.stderr);
     assert_eq!(summary(&r)["destroy_hung"], false);
+}
+
+#[test]
+fn a_relative_library_path_is_a_path_in_the_current_directory() {
+    let rt = our_runtime();
+    let dir = rt.parent().unwrap();
+    let ret = s(&data("ret.ll"));
+    let r = run_in(dir, &[&ret, "--runtime", "libmlir_async_runtime.so", "--json"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(summary(&r)["runtime"], "libmlir_async_runtime.so");
+    let r = run_in(dir, &[&ret, "--runtime", "./libmlir_async_runtime.so"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    // A bare name that is not in the current directory is not looked up
+    // in the system's library directories.
+    let r = run_in(dir, &[&ret, "--runtime", "libc.so.6"]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.trim_end(), "jit-harness: runtime library libc.so.6: no such file");
+    let utils = std::path::Path::new(&c_runner_utils()).file_name().unwrap().to_str().unwrap().to_string();
+    let r = run_in(dir, &[&ret, "--runtime", "libmlir_async_runtime.so", "--shared-lib", &utils]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains(&format!("shared library {utils}: no such file")), "{}", r.stderr);
 }
 
 #[test]
