@@ -339,6 +339,23 @@ fn a_relative_library_path_is_a_path_in_the_current_directory() {
 }
 
 #[test]
+fn a_huge_failing_check_line_is_cut_in_every_message() {
+    let dir = temp_dir("huge");
+    let check = dir.join("huge.check");
+    std::fs::write(&check, format!("CHECK: 40\nCHECK-NEXT: {}\n", "x".repeat(10 << 20))).unwrap();
+    let (rt, check) = (s(&our_runtime()), s(&check));
+    let utils = c_runner_utils();
+    let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "3", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", &r.stderr[..r.stderr.len().min(2000)]);
+    assert!(r.stderr.len() < 8000, "{} bytes on stderr", r.stderr.len());
+    assert!(r.stderr.contains("huge.check:2:13: error: CHECK-NEXT: expected string not found in input"), "{}", r.stderr);
+    assert!(r.stderr.contains("more bytes]"), "{}", r.stderr);
+    assert!(r.stderr.lines().all(|l| l.len() < 400), "{}", r.stderr);
+    assert!(r.stdout.len() < 2000, "{} bytes on stdout", r.stdout.len());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn trace_and_stats_cover_every_repeated_run() {
     let trace = temp_dir("trace").join("hello.json");
     let (rt, check) = (s(&our_runtime()), s(&data("hello.check")));
