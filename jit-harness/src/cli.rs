@@ -15,6 +15,16 @@ expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,\
 finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-cf-to-llvm,\
 convert-func-to-llvm,reconcile-unrealized-casts)";
 
+/// The end of --help: what the exit status means.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0    every run passed (output checked, no leak)
+  1    a run failed its check or leaked, a run hung, or the runtime's destroy hook hung
+       (--timeout); the summary says which
+  2    bad input or usage: flags, files, libraries, symbols, a check file FileCheck rejects
+  A run that crashes (SIGSEGV, stack overflow included, SIGABRT, ...) is named on stderr
+  ('run N crashed: SIGSEGV (stack overflow in thread ...)') and the signal ends the process.";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
     /// From the file extension; for standard input, from the text.
@@ -28,7 +38,7 @@ pub enum InputFormat {
 /// Runs an MLIR async program (LLVM IR or MLIR) many times in one process
 /// with an ORC LLJIT, checking every run's output and leaks.
 #[derive(Parser, Debug)]
-#[command(name = "jit-harness", version, about, max_term_width = 100)]
+#[command(name = "jit-harness", version, about, max_term_width = 100, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// Input program: a .ll (LLVM IR) or .mlir file, or `-` for standard input.
     pub input: String,
@@ -83,9 +93,6 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
 
-    #[command(flatten)]
-    pub filecheck: FileCheckFlags,
-
     /// Skip the leak check even when the runtime supports it.
     #[arg(long)]
     pub no_leak_check: bool,
@@ -111,6 +118,11 @@ pub struct Cli {
     /// A label for the summary line (default: the input path).
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,
+
+    /// FileCheck's options, under their own heading (last, so that the
+    /// heading applies to them only).
+    #[command(flatten)]
+    pub filecheck: FileCheckFlags,
 }
 
 /// The options of LLVM's `FileCheck` that --check honours, with its names.

@@ -29,7 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Parses the command line, runs, and returns the process exit code:
-/// 0 when every run passed, 1 when a run failed, 2 for bad input or usage.
+/// 0 when every run passed, 1 when a run failed or hung or the destroy
+/// hook hung, 2 for bad input or usage (see `--help`).
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     install_panic_hook();
     let cli = match Cli::try_parse_from(args) {
@@ -48,7 +49,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .collect();
-                let msg = lines.join(" ");
+                let msg = error::one_line(lines.join(" "));
                 let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
                 eprintln!("jit-harness: {msg} (see --help)");
                 return 2;

@@ -253,9 +253,14 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
 fn help_lists_the_flags() {
     let r = run(&["--help"]);
     assert_eq!(r.code, 0);
-    for f in ["--runtime", "--shared-lib", "--entry", "--repeat", "--timeout", "--check", "--json", "-O", "--pipeline"] {
+    for f in [
+        "--runtime", "--shared-lib", "--entry", "--repeat", "--timeout", "--check", "--json", "-O", "--pipeline",
+        "--check-prefix", "--implicit-check-not", "--match-full-lines", "--strict-whitespace", "--allow-empty",
+    ] {
         assert!(r.stdout.contains(f), "--help lacks {f}");
     }
+    assert!(r.stdout.contains("Exit status:\n  0 "), "--help does not document the exit status");
+    assert!(r.stdout.contains("destroy hook hung"), "--help does not document the destroy hook's exit status");
 }
 
 #[test]
