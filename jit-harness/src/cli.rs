@@ -15,6 +15,16 @@ expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,\
 finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-cf-to-llvm,\
 convert-func-to-llvm,reconcile-unrealized-casts)";
 
+/// The end of --help: what the exit status means.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0    every run passed (output checked, no leak)
+  1    a run failed its check or leaked, a run hung, or the runtime's destroy hook hung
+       (--timeout); the summary says which
+  2    bad input or usage: flags, files, libraries, symbols, a check file FileCheck rejects
+  A run that crashes (SIGSEGV, stack overflow included, SIGABRT, ...) is named on stderr
+  ('run N crashed: SIGSEGV (stack overflow in thread ...)') and the signal ends the process.";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
     /// From the file extension; for standard input, from the text.
@@ -28,7 +38,7 @@ pub enum InputFormat {
 /// Runs an MLIR async program (LLVM IR or MLIR) many times in one process
 /// with an ORC LLJIT, checking every run's output and leaks.
 #[derive(Parser, Debug)]
-#[command(name = "jit-harness", version, about, max_term_width = 100)]
+#[command(name = "jit-harness", version, about, max_term_width = 100, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// Input program: a .ll (LLVM IR) or .mlir file, or `-` for standard input.
     pub input: String,
@@ -46,8 +56,8 @@ pub struct Cli {
     pub mlir_bin: PathBuf,
 
     /// Optimization level of the LLVM pass pipeline and code generation (0-3).
-    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0,
-          value_parser = clap::value_parser!(u8).range(0..=3))]
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = parse_opt_level)]
     pub opt_level: u8,
 
     /// LLVM new-pass-manager pipeline instead of `default<O{LEVEL}>` (-O still sets code generation).
@@ -68,22 +78,20 @@ pub struct Cli {
     pub entry: String,
 
     /// Number of runs in this process.
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true,
+          value_parser = parse_runs)]
     pub repeat: u64,
 
-    /// Seconds one run may take before the watchdog reports it as hung (0: no limit).
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    /// Seconds one run, or the runtime's destroy hook after the last run, may take before
+    /// the watchdog reports it as hung (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true,
+          value_parser = parse_timeout)]
     pub timeout: f64,
 
-    /// FileCheck directives to check each run's standard output against.
+    /// FileCheck file to check each run's standard output against, with LLVM 19's FileCheck
+    /// (in-process; verdicts and messages are FileCheck's).
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
-
-    /// Check prefix (repeatable) [default: CHECK].
-    #[arg(long = "check-prefix", visible_alias = "check-prefixes", value_name = "PREFIX",
-          value_delimiter = ',', requires = "check")]
-    pub check_prefixes: Vec<String>,
 
     /// Skip the leak check even when the runtime supports it.
     #[arg(long)]
@@ -110,6 +118,98 @@ pub struct Cli {
     /// A label for the summary line (default: the input path).
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,
+
+    /// FileCheck's options, under their own heading (last, so that the
+    /// heading applies to them only).
+    #[command(flatten)]
+    pub filecheck: FileCheckFlags,
+}
+
+/// The options of LLVM's `FileCheck` that --check honours, with its names.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "FileCheck options (as FileCheck takes them; need --check)")]
+pub struct FileCheckFlags {
+    /// Check prefixes (repeatable, or comma-separated) [default: CHECK].
+    #[arg(long = "check-prefix", visible_alias = "check-prefixes", value_name = "PREFIX",
+          value_delimiter = ',', requires = "check")]
+    pub check_prefixes: Vec<String>,
+
+    /// Comment prefixes (comma-separated) [default: COM,RUN].
+    #[arg(long, value_name = "PREFIX", value_delimiter = ',', requires = "check")]
+    pub comment_prefixes: Vec<String>,
+
+    /// Add an implicit CHECK-NOT with this pattern to every positive check (repeatable).
+    #[arg(long, value_name = "PATTERN", requires = "check")]
+    pub implicit_check_not: Vec<String>,
+
+    /// Require all positive matches to cover an entire input line.
+    #[arg(long, requires = "check")]
+    pub match_full_lines: bool,
+
+    /// Do not treat all horizontal whitespace as equivalent.
+    #[arg(long, requires = "check")]
+    pub strict_whitespace: bool,
+
+    /// Use case-insensitive matching.
+    #[arg(long, requires = "check")]
+    pub ignore_case: bool,
+
+    /// Allow a run's output to be empty.
+    #[arg(long, requires = "check")]
+    pub allow_empty: bool,
+
+    /// Allow prefixes that do not appear in the check file.
+    #[arg(long, requires = "check")]
+    pub allow_unused_prefixes: bool,
+
+    /// Reset variables not starting with `$` at each CHECK-LABEL block.
+    #[arg(long, requires = "check")]
+    pub enable_var_scope: bool,
+}
+
+impl FileCheckFlags {
+    pub fn options(&self) -> crate::filecheck::Options {
+        crate::filecheck::Options {
+            check_prefixes: self.check_prefixes.clone(),
+            comment_prefixes: self.comment_prefixes.clone(),
+            implicit_check_not: self.implicit_check_not.clone(),
+            strict_whitespace: self.strict_whitespace,
+            match_full_lines: self.match_full_lines,
+            ignore_case: self.ignore_case,
+            allow_empty: self.allow_empty,
+            allow_unused_prefixes: self.allow_unused_prefixes,
+            enable_var_scope: self.enable_var_scope,
+        }
+    }
+}
+
+/// The longest --timeout: about 31 years (longer is no limit; use 0).
+pub const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// --repeat: a whole number of runs, at least 1. (Messages say what works:
+/// clap's own suggestion for `-1`, `-- -1`, does not.)
+fn parse_runs(s: &str) -> std::result::Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("the number of runs is a whole number >= 1, e.g. --repeat 1000".to_string()),
+    }
+}
+
+/// --timeout: seconds, from 0 (no limit) to MAX_TIMEOUT_SECS.
+fn parse_timeout(s: &str) -> std::result::Result<f64, String> {
+    let what = || format!("the timeout is a number of seconds from 0 (no limit) to {MAX_TIMEOUT_SECS:e}, e.g. --timeout 30 or 0.5");
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_TIMEOUT_SECS).contains(&v) => Ok(v),
+        _ => Err(what()),
+    }
+}
+
+/// -O: 0, 1, 2 or 3.
+fn parse_opt_level(s: &str) -> std::result::Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(n) if n <= 3 => Ok(n),
+        _ => Err("the optimization level is 0, 1, 2 or 3, e.g. -O2".to_string()),
+    }
 }
 
 impl Cli {
@@ -121,20 +221,9 @@ impl Cli {
         if self.pipeline.is_some() && self.input_format == InputFormat::Auto && self.input.ends_with(".ll") {
             return Err(Error::usage(format!("--pipeline applies to MLIR input, but {} is LLVM IR", self.input)));
         }
-        if !self.timeout.is_finite() || self.timeout < 0.0 {
-            return Err(Error::usage(format!("--timeout must be a number of seconds >= 0, not {}", self.timeout)));
-        }
         if self.entry.is_empty() {
             return Err(Error::usage("--entry must not be empty"));
         }
         Ok(())
-    }
-
-    pub fn prefixes(&self) -> Vec<String> {
-        if self.check_prefixes.is_empty() {
-            vec!["CHECK".to_string()]
-        } else {
-            self.check_prefixes.clone()
-        }
     }
 }

@@ -1,10 +1,15 @@
 //! Names the run that crashed: a fatal signal inside JIT-compiled code (or a
 //! runtime it calls) kills the whole process, so before it dies it writes
-//! `jit-harness: run N crashed: SIGSEGV` on stderr, then re-raises the
-//! signal so the exit status still says what happened.
+//! one line on stderr, `jit-harness: run N crashed: SIGSEGV (stack overflow
+//! in thread mlir-async-1, tid 4242)`, then re-raises the signal so the exit
+//! status still says what happened. A stack overflow is told from other
+//! faults by the address (see [`threads`], which also gives every thread
+//! the alternate stack the handler needs to run after one).
 //!
-//! The handler uses only async-signal-safe calls (`write`, `signal`,
-//! `raise`) and no allocation.
+//! The handler uses only async-signal-safe calls (`write`, `prctl`,
+//! `gettid`, `signal`, `raise`) and no allocation.
+
+pub mod threads;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,53 +31,104 @@ pub fn set_current_run(run: u64) {
     CURRENT_RUN.store(run, Ordering::Relaxed);
 }
 
-/// Installs the handler for the fatal signals.
+/// Installs the handler for the fatal signals. Call on the main thread
+/// (it records the main thread's stack like [`threads`] does for the others).
 pub fn install() {
+    threads::prepare_thread_with(true);
     for (signal, _) in FATAL_SIGNALS {
         // SAFETY: a zeroed sigaction with a valid handler and flags; the
         // handler only calls async-signal-safe functions.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_fatal_signal as extern "C" fn(libc::c_int) as usize;
-            // SA_ONSTACK: threads with an alternate stack (Rust's) can still
-            // report a stack overflow.
-            action.sa_flags = libc::SA_ONSTACK;
+            action.sa_sigaction = on_fatal_signal as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            // SA_ONSTACK: run on the thread's alternate stack, the only
+            // stack left after a stack overflow. SA_SIGINFO: the address.
+            action.sa_flags = libc::SA_ONSTACK | libc::SA_SIGINFO;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
     }
 }
 
-extern "C" fn on_fatal_signal(signal: libc::c_int) {
+/// A line in a fixed buffer (no allocation in a signal handler).
+struct Line {
+    bytes: [u8; 160],
+    len: usize,
+}
+
+impl Line {
+    fn push(&mut self, b: &[u8]) {
+        let n = b.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&b[..n]);
+        self.len += n;
+    }
+    fn number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+}
+
+/// The interrupted stack pointer, from the signal's context.
+fn interrupted_sp(context: *mut libc::c_void) -> usize {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    if !context.is_null() {
+        // SAFETY: for an SA_SIGINFO handler the third argument is the
+        // interrupted thread's ucontext_t.
+        return unsafe { (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RSP as usize] as usize };
+    }
+    let _ = context;
+    0
+}
+
+extern "C" fn on_fatal_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let name = FATAL_SIGNALS
         .iter()
         .find(|(s, _)| *s == signal)
         .map_or("fatal signal", |(_, n)| n);
-    let mut line = [0u8; 96];
-    let mut len = 0;
-    let mut push = |bytes: &[u8]| {
-        let n = bytes.len().min(line.len() - len);
-        line[len..len + n].copy_from_slice(&bytes[..n]);
-        len += n;
-    };
+    let mut line = Line { bytes: [0; 160], len: 0 };
     let run = CURRENT_RUN.load(Ordering::Relaxed);
     if run == 0 {
-        push(b"jit-harness: crashed outside a run: ");
+        line.push(b"jit-harness: crashed outside a run: ");
     } else {
-        push(b"jit-harness: run ");
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut n = run;
-        while n > 0 {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-        push(&digits[i..]);
-        push(b" crashed: ");
+        line.push(b"jit-harness: run ");
+        line.number(run);
+        line.push(b" crashed: ");
     }
-    push(name.as_bytes());
-    push(b"\n");
+    line.push(name.as_bytes());
+    // Which thread, and for a fault whether it is a stack overflow.
+    let mut thread = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included; gettid
+    // has no preconditions.
+    let (named, tid) = unsafe {
+        (libc::prctl(libc::PR_GET_NAME, thread.as_mut_ptr() as libc::c_ulong, 0, 0, 0) == 0, libc::gettid())
+    };
+    let thread_name = &thread[..thread.iter().position(|&b| b == 0).unwrap_or(thread.len())];
+    let fault = signal == libc::SIGSEGV || signal == libc::SIGBUS;
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let address = if fault && !info.is_null() { unsafe { (*info).si_addr() as usize } } else { 0 };
+    line.push(b" (");
+    if fault && threads::is_stack_overflow(address, interrupted_sp(context)) {
+        line.push(b"stack overflow in thread ");
+    } else {
+        line.push(b"in thread ");
+    }
+    if named && !thread_name.is_empty() {
+        line.push(thread_name);
+        line.push(b", ");
+    }
+    line.push(b"tid ");
+    line.number(tid as u64);
+    line.push(b")\n");
+    let (line, len) = (line.bytes, line.len);
     // SAFETY: async-signal-safe calls; restoring the default action and
     // re-raising ends the process with the original signal once the
     // handler returns (the signal is blocked until then).

@@ -32,12 +32,18 @@ impl Error {
     }
 }
 
-/// Joins a multi-line message (LLVM's, a tool's stderr) into one line.
+/// Longest one-line message, in bytes.
+const MAX_MESSAGE: usize = 1000;
+
+/// Joins a multi-line message (LLVM's, a tool's stderr) into one line, cut
+/// to a readable length (a path or a flag value may be megabytes).
 pub fn one_line(s: String) -> String {
-    if !s.contains('\n') {
-        return s.trim_end().to_string();
-    }
-    s.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ")
+    let line = if !s.contains('\n') {
+        s.trim_end().to_string()
+    } else {
+        s.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" | ")
+    };
+    crate::text::cut_line(&line, MAX_MESSAGE)
 }
 
 impl fmt::Display for Error {

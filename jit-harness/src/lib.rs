@@ -4,8 +4,8 @@
 //!
 //! Stages, one module each: [`input`] (load), [`lower`] (MLIR to LLVM IR),
 //! [`jit`] (LLVM passes and ORC), [`resolve`] (libraries and symbols),
-//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check),
-//! [`report`] (summary and progress).
+//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check,
+//! with LLVM's FileCheck library), [`report`] (summary and progress).
 
 pub mod capture;
 pub mod cli;
@@ -18,6 +18,8 @@ pub mod lower;
 pub mod report;
 pub mod resolve;
 pub mod run;
+pub mod text;
+pub mod watchdog;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -27,7 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Parses the command line, runs, and returns the process exit code:
-/// 0 when every run passed, 1 when a run failed, 2 for bad input or usage.
+/// 0 when every run passed, 1 when a run failed or hung or the destroy
+/// hook hung, 2 for bad input or usage (see `--help`).
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     install_panic_hook();
     let cli = match Cli::try_parse_from(args) {
@@ -46,7 +49,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .collect();
-                let msg = lines.join(" ");
+                let msg = error::one_line(lines.join(" "));
                 let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
                 eprintln!("jit-harness: {msg} (see --help)");
                 return 2;
@@ -80,15 +83,45 @@ fn install_panic_hook() {
     }));
 }
 
+/// Reads the check file once, before anything runs: FileCheck's verdict on
+/// it (exit code 2 for a bad one) is reported here, once.
+fn read_check_file(path: &std::path::Path, options: &filecheck::Options) -> Result<filecheck::CheckFile> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
+    let file = filecheck::CheckFile::parse(&path.display().to_string(), &text, options)
+        .map_err(|e| Error::usage(format!("FileCheck rejects the check file: {}", e.headline)))?;
+    if let Some(first) = file.warnings().lines().next() {
+        eprintln!("jit-harness: warning: FileCheck reads the check file despite: {first}");
+    }
+    Ok(file)
+}
+
+/// Fails unless `path` can be written, without leaving a file behind: the
+/// runtime writes the trace only at the end, and a trace that cannot be
+/// written must stop the harness before it runs, not warn after.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let existed = path.exists();
+    if path.is_dir() {
+        return Err(Error::usage(format!("cannot write the trace to {}: it is a directory", path.display())));
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| Error::usage(format!("cannot write the trace to {}: {}", path.display(), input::io_reason(&e))))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 fn run_cli(cli: &Cli) -> Result<i32> {
     cli.validate()?;
-    let check = match &cli.check {
-        Some(path) => {
-            let text = std::fs::read(path)
-                .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), input::io_reason(&e))))?;
-            let text = String::from_utf8_lossy(&text);
-            Some(filecheck::CheckFile::parse(&path.display().to_string(), &text, &cli.prefixes()).map_err(Error::usage)?)
-        }
+    if let Some(path) = &cli.trace {
+        check_writable(path)?;
+    }
+    let mut check = match &cli.check {
+        Some(path) => Some(read_check_file(path, &cli.filecheck.options())?),
         None => None,
     };
     let runtime = match &cli.runtime {
@@ -151,19 +184,33 @@ fn run_cli(cli: &Cli) -> Result<i32> {
         entry,
         kind,
         repeat: cli.repeat,
-        timeout: (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout)),
-        check: check.as_ref(),
         introspection: libs.introspection,
         leak_check,
         echo: cli.echo,
         json: cli.json,
     };
+    // The parser bounds the timeout (cli::MAX_TIMEOUT_SECS).
+    let timeout = (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout));
+    let watchdog = watchdog::Watchdog::start(
+        timeout,
+        watchdog::Context {
+            repeat: cli.repeat,
+            introspection: libs.introspection,
+            tally: tally.clone(),
+            stdout_fd: capture.saved_stdout(),
+            json: cli.json,
+            progress: pb.clone(),
+        },
+    );
     crash::install();
-    let summary = run::run_all(&cfg, &capture, tally, &pb);
-    drop(capture);
-    // Destroy hooks wait for the runtime's tasks; only then is the JIT'd
-    // code freed.
+    let summary = run::run_all(&cfg, check.as_mut(), &capture, &watchdog, tally, &pb);
+    // Destroy hooks wait for the runtime's tasks (the C++ runtime's can
+    // hang on a task that never ends: the watchdog covers it); only then is
+    // the JIT'd code freed. The capture lives on for the watchdog's output.
+    watchdog.destroy_started();
     libs.destroy();
+    watchdog.idle();
+    drop(capture);
     drop(jit);
     println!("{}", summary.render(cli.json));
     Ok(if summary.passed == summary.runs && summary.runs == cli.repeat { 0 } else { 1 })

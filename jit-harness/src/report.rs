@@ -4,7 +4,6 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::io::IsTerminal;
-use std::time::Duration;
 
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Summary {
@@ -16,6 +15,8 @@ pub struct Summary {
     pub failed: u64,
     pub hung: u64,
     pub leaked: u64,
+    /// The runtime's destroy hook did not return within --timeout.
+    pub destroy_hung: bool,
     pub median_us: f64,
     pub p99_us: f64,
     pub leak_check: bool,
@@ -25,19 +26,6 @@ pub struct Summary {
     /// The first failure's message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<String>,
-}
-
-/// Median and 99th percentile (nearest rank) of the run times, in µs.
-pub fn percentiles(times: &mut [Duration]) -> (f64, f64) {
-    if times.is_empty() {
-        return (0.0, 0.0);
-    }
-    times.sort_unstable();
-    let at = |q: f64| {
-        let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
-        times[rank - 1].as_secs_f64() * 1e6
-    };
-    (at(0.5), at(0.99))
 }
 
 fn fmt_us(us: f64) -> String {
@@ -63,6 +51,9 @@ impl Summary {
             fmt_us(self.median_us),
             fmt_us(self.p99_us)
         );
+        if self.destroy_hung {
+            s.push_str(", destroy hook hung");
+        }
         if let Some(note) = &self.leak_check_note {
             s.push_str(&format!(" (leak check off: {note})"));
         }

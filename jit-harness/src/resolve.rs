@@ -153,7 +153,6 @@ pub struct Libraries {
     /// Never unloaded: JIT code and runtime threads may point into them,
     /// and unloading a Rust cdylib with live threads crashes.
     libs: ManuallyDrop<Vec<Library>>,
-    pub runtime_path: PathBuf,
     pub introspection: Option<Introspection>,
     destroyed: bool,
 }
@@ -175,13 +174,21 @@ pub fn default_runtime() -> Result<PathBuf> {
     )))
 }
 
+/// Loads the library at `path`. A path argument is a path: a relative one
+/// (even a bare `librt.so`) is taken from the current directory, never
+/// looked up by the dynamic loader's library search.
 fn open(path: &Path, what: &str) -> Result<RawLibrary> {
-    if !path.exists() {
+    let absolute = std::path::absolute(path)
+        .map_err(|e| Error::usage(format!("{what} {}: {}", path.display(), crate::input::io_reason(&e))))?;
+    if !absolute.exists() {
         return Err(Error::usage(format!("{what} {}: no such file", path.display())));
+    }
+    if absolute.is_dir() {
+        return Err(Error::usage(format!("{what} {}: is a directory", path.display())));
     }
     // SAFETY: loading a library runs its constructors; that is what the
     // user asked for.
-    unsafe { RawLibrary::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| {
+    unsafe { RawLibrary::open(Some(&absolute), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| {
         let msg = e.to_string();
         let msg = msg.strip_prefix("dlopen failed: ").unwrap_or(&msg).to_string();
         Error::usage(format!("cannot load {what} {}: {msg}", path.display()))
@@ -227,7 +234,7 @@ impl Libraries {
             l.init();
             loaded.push(l);
         }
-        Ok(Libraries { libs: ManuallyDrop::new(loaded), runtime_path: runtime.to_path_buf(), introspection, destroyed: false })
+        Ok(Libraries { libs: ManuallyDrop::new(loaded), introspection, destroyed: false })
     }
 
     /// Resolves every name, or names the ones that no library and not the

@@ -1,14 +1,14 @@
 //! Stages 5 and 6, run and check: call the entry point N times with fd 1
 //! captured, wait for the runtime to go idle, check each run's output and
-//! live-object count, and keep a watchdog that reports a hung run.
+//! live-object count, with the [`Watchdog`] armed during each run.
 
 use crate::capture::{write_fd, Capture};
 use crate::filecheck::CheckFile;
 use crate::jit::EntryKind;
 use crate::report::Summary;
 use crate::resolve::Introspection;
+use crate::watchdog::Watchdog;
 use indicatif::ProgressBar;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,113 +74,52 @@ impl Tally {
     }
 }
 
-pub struct RunConfig<'a> {
+pub struct RunConfig {
     pub entry: usize,
     pub kind: EntryKind,
     pub repeat: u64,
-    pub timeout: Option<Duration>,
-    pub check: Option<&'a CheckFile>,
     pub introspection: Option<Introspection>,
     pub leak_check: bool,
     pub echo: bool,
     pub json: bool,
 }
 
-/// The run in progress, for the watchdog: its number and its start in ns
-/// since `base` (0 when no run is in progress).
-struct Watch {
-    base: Instant,
-    run: AtomicU64,
-    started_ns: AtomicU64,
-}
-
-fn spawn_watchdog(
-    watch: Arc<Watch>,
-    timeout: Duration,
-    cfg_repeat: u64,
-    introspection: Option<Introspection>,
-    tally: Arc<Mutex<Tally>>,
-    stdout_fd: libc::c_int,
-    json: bool,
-    pb: ProgressBar,
-) {
-    let poll = (timeout / 10).clamp(Duration::from_millis(5), Duration::from_millis(100));
-    std::thread::Builder::new()
-        .name("jit-harness-watchdog".into())
-        .spawn(move || loop {
-            std::thread::sleep(poll);
-            let started = watch.started_ns.load(Ordering::Acquire);
-            if started == 0 {
-                continue;
-            }
-            let run = watch.run.load(Ordering::Acquire);
-            let now = watch.base.elapsed().as_nanos() as u64;
-            if now.saturating_sub(started) < timeout.as_nanos() as u64 {
-                continue;
-            }
-            // Still the same run? (It may have ended while we looked.)
-            if watch.started_ns.load(Ordering::Acquire) != started {
-                continue;
-            }
-            pb.abandon();
-            let counts = match introspection {
-                Some(i) => {
-                    let s = i.stats();
-                    format!(
-                        "runtime: {} live tokens, {} live values, {} live groups, {} tasks in flight",
-                        s.live_tokens, s.live_values, s.live_groups, s.tasks_in_flight
-                    )
-                }
-                None => "runtime counts unavailable (the runtime has no rust_mlir_async_runtime_stats)".to_string(),
-            };
-            let msg = format!(
-                "jit-harness: run {run} of {cfg_repeat} hung: no result after {:.1} s; {counts}\n",
-                timeout.as_secs_f64()
-            );
-            write_fd(2, msg.as_bytes());
-            let summary = match tally.lock() {
-                Ok(mut t) => {
-                    t.summary.runs = run;
-                    t.summary.hung += 1;
-                    t.summary.first_failure.get_or_insert_with(|| msg.trim_start_matches("jit-harness: ").trim().to_string());
-                    t.finish()
-                }
-                Err(_) => Summary::default(),
-            };
-            let mut out = summary.render(json);
-            out.push('\n');
-            write_fd(stdout_fd, out.as_bytes());
-            // A hung JIT thread cannot be cancelled, and exit handlers could
-            // wait for it: leave at once.
-            // SAFETY: ends the process.
-            unsafe { libc::_exit(1) };
-        })
-        .expect("cannot start the watchdog thread");
-}
-
 /// Runs the entry point `cfg.repeat` times; returns the final summary.
-pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>, pb: &ProgressBar) -> Summary {
-    let watch = Arc::new(Watch { base: Instant::now(), run: AtomicU64::new(0), started_ns: AtomicU64::new(0) });
-    if let Some(t) = cfg.timeout {
-        spawn_watchdog(watch.clone(), t, cfg.repeat, cfg.introspection, tally.clone(), capture.saved_stdout(), cfg.json, pb.clone());
-    }
+pub fn run_all(
+    cfg: &RunConfig,
+    mut check: Option<&mut CheckFile>,
+    capture: &Capture,
+    watchdog: &Watchdog,
+    tally: Arc<Mutex<Tally>>,
+    pb: &ProgressBar,
+) -> Summary {
     let leak = if cfg.leak_check { cfg.introspection } else { None };
     let mut out = Vec::with_capacity(4096);
     let mut reported = 0u64;
-    let mut report = |pb: &ProgressBar, msg: String| {
+    // Headlines already shown with their details: a repeated failure gets
+    // its one line only.
+    let mut explained: Vec<String> = Vec::new();
+    let mut report = |pb: &ProgressBar, msg: &str, headline: &str, details: &str| {
         reported += 1;
         if reported <= MAX_REPORTED {
-            pb.suspend(|| eprintln!("jit-harness: {msg}"));
+            let mut text = format!("jit-harness: {msg}\n");
+            if !details.is_empty() && !explained.iter().any(|h| h == headline) {
+                explained.push(headline.to_string());
+                for line in details.lines() {
+                    text.push_str("  ");
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            pb.suspend(|| eprint!("{text}"));
         } else if reported == MAX_REPORTED + 1 {
             pb.suspend(|| eprintln!("jit-harness: (further failing runs are counted but not described)"));
         }
     };
     for i in 1..=cfg.repeat {
         let before = leak.map(|x| x.stats());
-        watch.run.store(i, Ordering::Release);
         crate::crash::set_current_run(i);
-        // +1 so that a run starting at the base instant is not "idle".
-        watch.started_ns.store(watch.base.elapsed().as_nanos() as u64 + 1, Ordering::Release);
+        watchdog.run_started(i);
         capture.begin();
         let t0 = Instant::now();
         // SAFETY: the entry's type was checked against the IR.
@@ -203,7 +142,7 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
         }
         let dt = t0.elapsed();
         capture.end(&mut out);
-        watch.started_ns.store(0, Ordering::Release);
+        watchdog.idle();
         if let Some(r) = ret {
             out.extend_from_slice(format!("{r}\n").as_bytes());
         }
@@ -211,12 +150,14 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
             write_fd(1, &out);
         }
         let mut failure: Option<String> = None;
+        let (mut headline, mut details) = (String::new(), String::new());
         let mut leaked = false;
         let mut check_failed = false;
-        if let Some(cf) = cfg.check {
-            if let Err(m) = cf.check(&String::from_utf8_lossy(&out)) {
+        if let Some(cf) = check.as_deref_mut() {
+            if let Err(m) = cf.check(&out) {
                 check_failed = true;
-                failure = Some(format!("run {i}: check failed: {m}"));
+                failure = Some(format!("run {i}: check failed: {}", m.headline));
+                (headline, details) = (m.headline, m.details);
             }
         }
         if let (Some(x), Some(b)) = (leak, before) {
@@ -240,7 +181,7 @@ pub fn run_all(cfg: &RunConfig<'_>, capture: &Capture, tally: Arc<Mutex<Tally>>,
             }
         }
         if let Some(msg) = &failure {
-            report(pb, msg.clone());
+            report(pb, msg, &headline, &details);
         }
         if let Ok(mut t) = tally.lock() {
             t.times.add(dt);

@@ -101,7 +101,41 @@ fn wrong_output_fails_every_run() {
     for i in 1..=4 {
         assert!(r.stderr.contains(&format!("run {i}: check failed")), "{}", r.stderr);
     }
-    assert!(r.stderr.contains("wrong.check:3: CHECK-NEXT: 43: expected string not found"), "{}", r.stderr);
+    assert!(r.stderr.contains("wrong.check:3:16: error: CHECK-NEXT: expected string not found in input"), "{}", r.stderr);
+    // FileCheck's diagnostics and input dump, once for a repeated failure.
+    assert_eq!(r.stderr.matches("Input was:").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("  next:3'0     ~~~\n  next:3'1     ?   possible intended match\n"), "{}", r.stderr);
+    assert!(r.stderr.contains("<stdout>:3:1: note: possible intended match here"), "{}", r.stderr);
+    assert!(j["first_failure"].as_str().unwrap().ends_with("CHECK-NEXT: expected string not found in input"), "{j}");
+}
+
+#[test]
+fn filecheck_options_reach_filecheck() {
+    let dir = temp_dir("fcopts");
+    let check = dir.join("c.check");
+    std::fs::write(&check, "CHECK: 40\nCHECK: 42\n").unwrap();
+    let (rt, check) = (s(&our_runtime()), s(&check));
+    let (hello, utils) = (s(&data("hello.mlir")), c_runner_utils());
+    let base = [hello.as_str(), "--runtime", &rt, "--shared-lib", &utils, "--check", &check];
+    let run_with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    assert_eq!(run_with(&[]).code, 0);
+    let r = run_with(&["--implicit-check-not", "41"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("command line:1:22: error: IMPLICIT-CHECK-NOT: excluded string found in input"), "{}", r.stderr);
+    let r = run_with(&["--check-prefixes", "CHECK,OTHER"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("FileCheck rejects the check file: error: no check strings found with prefix 'OTHER:'"), "{}", r.stderr);
+    assert_eq!(run_with(&["--check-prefixes", "CHECK,OTHER", "--allow-unused-prefixes"]).code, 0);
+    std::fs::write(&check, "CHECK: {{^}}41\n").unwrap();
+    assert_eq!(run_with(&["--match-full-lines"]).code, 0);
+    std::fs::write(&check, "CHECK: {{^}}4\n").unwrap();
+    assert_eq!(run_with(&[]).code, 0);
+    assert_eq!(run_with(&["--match-full-lines"]).code, 1);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -161,6 +195,8 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
     let dir = temp_dir("bad");
     let empty_check = dir.join("empty.check");
     std::fs::write(&empty_check, "no directives here\n").unwrap();
+    let dag_not = dir.join("dag-not.check");
+    std::fs::write(&dag_not, "CHECK: 40\nCHECK-DAG-NOT: 41\n").unwrap();
     let hello = s(&data("hello.mlir"));
     let hello_ll = lower_to_ll("hello", &dir);
     let hello_ll = s(&hello_ll);
@@ -180,9 +216,21 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
         (vec![hello_ll.clone()], 2, "unresolved symbol `printI64` (and 1 more: printNewline)"),
         (vec![s(&data("unresolved.ll"))], 2, "unresolved symbol `no_such_function_anywhere`"),
         (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--llvm-passes".into(), "verify".into()], 2, "still calls the coroutine intrinsic llvm.coro."),
-        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&empty_check)], 2, "no check strings found with prefix 'CHECK:'"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&empty_check)], 2, "FileCheck rejects the check file: error: no check strings found with prefix 'CHECK:'"),
+        (vec![hello_ll.clone(), "--shared-lib".into(), utils.clone(), "--check".into(), s(&dag_not)], 2, "dag-not.check:2:7: error: unsupported -NOT combo on prefix 'CHECK'"),
+        (vec![hello_ll.clone(), "--check".into(), s(&data("hello.check")), "--check-prefix".into(), "bad prefix".into()], 2, "error: supplied check prefix must start with a letter"),
+        (vec![hello_ll.clone(), "--check".into(), "/nonexistent/x.check".into()], 2, "cannot read check file /nonexistent/x.check: No such file or directory"),
         (vec![hello.clone(), "--pipeline".into(), "builtin.module(no-such-pass)".into()], 2, "mlir-opt rejected"),
         (vec![hello.clone(), "--mlir-bin".into(), "/nonexistent".into()], 2, "cannot run /nonexistent/mlir-opt"),
+        (vec![hello_ll.clone(), "--timeout".into(), "1e308".into()], 2, "invalid value '1e308' for '--timeout <SECS>': the timeout is a number of seconds from 0 (no limit) to 1e9"),
+        (vec![hello_ll.clone(), "--timeout".into(), "-1".into()], 2, "invalid value '-1' for '--timeout <SECS>'"),
+        (vec![hello_ll.clone(), "--timeout".into(), "nan".into()], 2, "invalid value 'nan' for '--timeout <SECS>'"),
+        (vec![hello_ll.clone(), "--repeat".into(), "-1".into()], 2, "invalid value '-1' for '--repeat <N>': the number of runs is a whole number >= 1, e.g. --repeat 1000"),
+        (vec![hello_ll.clone(), "--repeat".into(), "1.5".into()], 2, "invalid value '1.5' for '--repeat <N>'"),
+        (vec![hello_ll.clone(), "-O".into(), "-1".into()], 2, "invalid value '-1' for '-O <LEVEL>': the optimization level is 0, 1, 2 or 3"),
+        (vec![hello_ll.clone(), "--trace".into(), "/nonexistent/dir/t.json".into()], 2, "cannot write the trace to /nonexistent/dir/t.json: No such file or directory"),
+        (vec![hello_ll.clone(), "--trace".into(), s(&dir)], 2, "cannot write the trace to"),
+        (vec![hello_ll.clone(), "--trace".into(), s(&data("ret.ll")) + "/t.json"], 2, "ret.ll/t.json: Not a directory"),
     ];
     for (args, code, msg) in cases {
         let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -205,21 +253,111 @@ fn bad_inputs_give_one_line_and_their_exit_code() {
 fn help_lists_the_flags() {
     let r = run(&["--help"]);
     assert_eq!(r.code, 0);
-    for f in ["--runtime", "--shared-lib", "--entry", "--repeat", "--timeout", "--check", "--json", "-O", "--pipeline"] {
+    for f in [
+        "--runtime", "--shared-lib", "--entry", "--repeat", "--timeout", "--check", "--json", "-O", "--pipeline",
+        "--check-prefix", "--implicit-check-not", "--match-full-lines", "--strict-whitespace", "--allow-empty",
+    ] {
         assert!(r.stdout.contains(f), "--help lacks {f}");
     }
+    assert!(r.stdout.contains("Exit status:\n  0 "), "--help does not document the exit status");
+    assert!(r.stdout.contains("destroy hook hung"), "--help does not document the destroy hook's exit status");
 }
 
 #[test]
 fn a_crashing_run_is_named_before_the_process_dies() {
     let rt = s(&our_runtime());
     let r = run(&[&s(&data("crash.ll")), "--runtime", &rt, "--repeat", "10"]);
-    assert_eq!(r.code, -1, "killed by the re-raised signal; stderr: {}", r.stderr);
+    assert_eq!(r.signal, Some(libc::SIGSEGV), "killed by the re-raised signal; stderr: {}", r.stderr);
+    assert!(r.stderr.starts_with("jit-harness: run 3 crashed: SIGSEGV (in thread "), "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
+/// A stack overflow leaves no stack for a signal handler; the harness gives
+/// every thread an alternate one, including the threads each runtime
+/// library creates, and tells the overflow from other faults.
+#[test]
+fn a_stack_overflow_is_named_on_any_thread_under_both_runtimes() {
+    for rt in [our_runtime(), cxx_runtime()] {
+        let rt = s(&rt);
+        for (program, run_no) in [("overflow-worker.ll", 1), ("overflow-main.ll", 2)] {
+            let r = run(&[&s(&data(program)), "--runtime", &rt, "--repeat", "3", "--timeout", "30"]);
+            assert_eq!(r.signal, Some(libc::SIGSEGV), "{program} under {rt}: stderr: {}", r.stderr);
+            let want = format!("jit-harness: run {run_no} crashed: SIGSEGV (stack overflow in thread ");
+            assert!(r.stderr.starts_with(&want), "{program} under {rt}: stderr: {:?}", r.stderr);
+            assert!(r.stderr.contains(", tid "), "{}", r.stderr);
+            assert_eq!(r.stderr.lines().count(), 1, "{program} under {rt}: {}", r.stderr);
+        }
+        // A fault that is not an overflow, on a worker, is not called one.
+        let r = run(&[&s(&data("crash-worker.ll")), "--runtime", &rt, "--timeout", "30"]);
+        assert_eq!(r.signal, Some(libc::SIGSEGV), "{rt}: stderr: {}", r.stderr);
+        assert!(r.stderr.starts_with("jit-harness: run 1 crashed: SIGSEGV (in thread "), "{rt}: {:?}", r.stderr);
+        assert!(!r.stderr.contains("overflow"), "{rt}: {}", r.stderr);
+    }
+    // Our runtime's workers are named.
+    let r = run(&[&s(&data("overflow-worker.ll")), "--runtime", &s(&our_runtime()), "--timeout", "30"]);
+    assert!(r.stderr.contains("stack overflow in thread mlir-async-"), "{}", r.stderr);
+}
+
+#[test]
+fn a_destroy_hook_that_hangs_is_reported_by_the_watchdog() {
+    // Under the C++ runtime the runs end, and its destroy hook then waits
+    // for the blocked task forever.
+    let rt = s(&cxx_runtime());
+    let t = std::time::Instant::now();
+    let r = run(&[&s(&data("blocked-task.ll")), "--runtime", &rt, "--repeat", "2", "--timeout", "0.5", "--json"]);
+    assert!(t.elapsed().as_secs_f64() < 20.0);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
     assert!(
-        r.stderr.contains("jit-harness: run 3 crashed: SIGSEGV"),
-        "stderr: {}",
+        r.stderr.starts_with("jit-harness: the runtime's destroy hook hung: no return after 0.5 s, after the last of 2 runs"),
+        "{}",
         r.stderr
     );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let j = summary(&r);
+    assert_eq!((j["runs"].as_u64(), j["passed"].as_u64(), j["destroy_hung"].as_bool()), (Some(2), Some(2), Some(true)), "{j}");
+    // Under ours the run itself waits for the task: a hung run.
+    let r = run(&[&s(&data("blocked-task.ll")), "--runtime", &s(&our_runtime()), "--timeout", "0.5", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains("run 1 of 1 hung: no result after 0.5 s"), "{}", r.stderr);
+    assert_eq!(summary(&r)["destroy_hung"], false);
+}
+
+#[test]
+fn a_relative_library_path_is_a_path_in_the_current_directory() {
+    let rt = our_runtime();
+    let dir = rt.parent().unwrap();
+    let ret = s(&data("ret.ll"));
+    let r = run_in(dir, &[&ret, "--runtime", "libmlir_async_runtime.so", "--json"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(summary(&r)["runtime"], "libmlir_async_runtime.so");
+    let r = run_in(dir, &[&ret, "--runtime", "./libmlir_async_runtime.so"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    // A bare name that is not in the current directory is not looked up
+    // in the system's library directories.
+    let r = run_in(dir, &[&ret, "--runtime", "libc.so.6"]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.trim_end(), "jit-harness: runtime library libc.so.6: no such file");
+    let utils = std::path::Path::new(&c_runner_utils()).file_name().unwrap().to_str().unwrap().to_string();
+    let r = run_in(dir, &[&ret, "--runtime", "libmlir_async_runtime.so", "--shared-lib", &utils]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains(&format!("shared library {utils}: no such file")), "{}", r.stderr);
+}
+
+#[test]
+fn a_huge_failing_check_line_is_cut_in_every_message() {
+    let dir = temp_dir("huge");
+    let check = dir.join("huge.check");
+    std::fs::write(&check, format!("CHECK: 40\nCHECK-NEXT: {}\n", "x".repeat(10 << 20))).unwrap();
+    let (rt, check) = (s(&our_runtime()), s(&check));
+    let utils = c_runner_utils();
+    let r = run(&[&s(&data("hello.mlir")), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "3", "--json"]);
+    assert_eq!(r.code, 1, "stderr: {}", &r.stderr[..r.stderr.len().min(2000)]);
+    assert!(r.stderr.len() < 8000, "{} bytes on stderr", r.stderr.len());
+    assert!(r.stderr.contains("huge.check:2:13: error: CHECK-NEXT: expected string not found in input"), "{}", r.stderr);
+    assert!(r.stderr.contains("more bytes]"), "{}", r.stderr);
+    assert!(r.stderr.lines().all(|l| l.len() < 400), "{}", r.stderr);
+    assert!(r.stdout.len() < 2000, "{} bytes on stdout", r.stdout.len());
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -34,7 +34,10 @@ pub fn c_runner_utils() -> String {
 }
 
 pub struct Run {
+    /// The exit code, or -1 when a signal ended the process.
     pub code: i32,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -50,6 +53,7 @@ pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
     let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
     Run {
         code: status.code().unwrap_or(-1),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
@@ -57,6 +61,17 @@ pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Run {
 
 pub fn run(args: &[&str]) -> Run {
     run_with_stdin(args, None)
+}
+
+/// Runs the harness in directory `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new(harness()).args(args).current_dir(dir).stdin(Stdio::null()).output().expect("cannot start jit-harness");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 /// The summary printed by --json.
