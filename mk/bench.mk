@@ -33,3 +33,29 @@ bench: build $(FLOOR_SO)
 	$(BENCH_PYTHON) scripts/bench.py --runs $(BENCH_RUNS) \
 	  --runtime $(RUNTIME_SO) --cxx $(CXX_RUNTIME) --floor $(FLOOR_SO) \
 	  --harness $(HARNESS) --llvm-bin $(LLVM_BIN) --out $(CURDIR)/target/bench $(BENCH_ARGS)
+
+# Deterministic per-task costs (callgrind instructions and allocations, one
+# worker, difference of two sizes), scripts/bench_instr.py:
+#   make bench-instr           ours, the floor and C++: a table
+#   make bench-instr-check     ours against bench/instr-budget.json (make test)
+#   make bench-instr-budget    write ours' numbers into the budget (lowers
+#                              only; BENCH_INSTR_ARGS=--allow-raise to raise)
+BENCH_INSTR_ARGS ?=
+BENCH_INSTR = $(BENCH_PYTHON) scripts/bench_instr.py --runtime $(RUNTIME_SO) \
+	--floor $(FLOOR_SO) --cxx $(CXX_RUNTIME) --llvm-bin $(LLVM_BIN) \
+	--out $(CURDIR)/target/bench-instr
+
+.PHONY: bench-instr bench-instr-check bench-instr-budget bench-ci
+bench-instr: build $(FLOOR_SO)
+	$(BENCH_INSTR) $(BENCH_INSTR_ARGS)
+
+bench-instr-check: build $(FLOOR_SO)
+	$(BENCH_PYTHON) -m unittest discover -s scripts -p 'test_bench_instr.py'
+	$(BENCH_INSTR) --check $(BENCH_INSTR_ARGS)
+
+bench-instr-budget: build $(FLOOR_SO)
+	$(BENCH_INSTR) --write-budget $(BENCH_INSTR_ARGS)
+
+# The benchmark suite's part of make test: the floor runs the corpus, and
+# ours stays within its instruction and allocation budget.
+bench-ci: lit-floor bench-instr-check

@@ -2,14 +2,16 @@
 # Installs what a fresh Debian 12 machine lacks to build and test this project:
 # LLVM/MLIR 19 (llvm-19-dev, llvm-19-tools for FileCheck, mlir-19-tools,
 # libmlir-19 with the C++ runtime, libmlir-19-dev for its header, lld-19 to
-# link the runtime with its hot code packed together), `lit`, and
+# link the runtime with its hot code packed together), valgrind (make
+# bench-instr counts instructions with callgrind), gcc (builds the floor
+# runtime of bench/floor and links bench-instr's programs), `lit`, and
 # `psutil` (without it lit cannot enforce per-test timeouts, and a hang would
 # stall CI instead of failing it).
 # Does nothing when everything is present, so `make` can call it every time.
 set -euo pipefail
 
 LLVM_PREFIX=/usr/lib/llvm-19
-APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19)
+APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 valgrind gcc)
 
 # One file per package that proves it is installed.
 declare -A PROBE=(
@@ -19,6 +21,8 @@ declare -A PROBE=(
   [libmlir-19]="$LLVM_PREFIX/lib/libmlir_async_runtime.so"
   [libmlir-19-dev]="$LLVM_PREFIX/include/mlir/ExecutionEngine/AsyncRuntime.h"
   [lld-19]="$LLVM_PREFIX/bin/ld.lld"
+  [valgrind]="/usr/bin/valgrind"
+  [gcc]="/usr/bin/gcc"
 )
 
 missing=()
