@@ -117,9 +117,9 @@ static bool run_one(void) {
 static void block_on(struct object *o, const char *call) {
   while (o->state == PENDING)
     if (!run_one())
-      die(call, "nothing left to run and the object is still pending: the "
-                "program needs more than one thread (a single-thread runtime "
-                "cannot run it)");
+      die(call, "nothing left to run and the object is still pending: only "
+                "another thread could complete it (or nothing will), and a "
+                "single-thread runtime has none");
 }
 
 /* ------------------------------------------------------------ objects */
