@@ -23,8 +23,10 @@ build: setup
 
 # Rust tests, the lit corpus, then the reliability suite's CI part: loom
 # models, the re-injected historic bugs, and a reduced stress run
-# (docs/reliability.md).
-test: build test-rust lit reliability-ci
+# (docs/reliability.md), then the benchmarks' CI part: the floor runtime
+# runs the corpus and the per-task instruction/allocation budget holds
+# (bench/README.md).
+test: build test-rust lit reliability-ci bench-ci
 
 test-rust: build
 	$(CARGO) test --release --workspace

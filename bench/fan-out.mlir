@@ -3,6 +3,9 @@
 // Each task stores its index into a buffer; the checksum is the sum of the
 // buffer, i.e. 0 + 1 + ... + 199,999.
 //
+// The environment variable BENCH_SIZE=N replaces 200,000 by N (checksum
+// N(N-1)/2); make bench-instr uses it.
+//
 // BENCH-EXPECT: 19999900000
 // BENCH-PIPELINE: tasks
 // BENCH-OPT: -O0
@@ -14,10 +17,31 @@ func.func private @printF64(f64)
 func.func private @printI64(i64)
 func.func private @printNewline()
 
+// The workload's size: $BENCH_SIZE when set (make bench-instr runs two sizes
+// of the same compiled code, scripts/bench_instr.py), otherwise %default.
+llvm.mlir.global internal constant @bench_size_var("BENCH_SIZE\00") {addr_space = 0 : i32}
+llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
+llvm.func @atol(!llvm.ptr) -> i64
+func.func @bench_size(%default: i64) -> i64 {
+  %name = llvm.mlir.addressof @bench_size_var : !llvm.ptr
+  %s = llvm.call @getenv(%name) : (!llvm.ptr) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %unset = llvm.icmp "eq" %s, %null : !llvm.ptr
+  %n = scf.if %unset -> i64 {
+    scf.yield %default : i64
+  } else {
+    %v = llvm.call @atol(%s) : (!llvm.ptr) -> i64
+    scf.yield %v : i64
+  }
+  return %n : i64
+}
+
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %n = arith.constant 200000 : index
+  %default = arith.constant 200000 : i64
+  %n64 = func.call @bench_size(%default) : (i64) -> i64
+  %n = arith.index_cast %n64 : i64 to index
   %zero = arith.constant 0 : i64
   %buf = memref.alloc(%n) : memref<?xi64>
 

@@ -5,6 +5,9 @@
 // blocking a worker thread. In total 196,417 spawned async.execute tasks
 // and 392,835 async.func coroutines.
 //
+// The environment variable BENCH_SIZE=N computes fib(N) instead (fib(N+1)-1
+// spawned tasks); make bench-instr uses it.
+//
 // BENCH-EXPECT: 121393
 // BENCH-PIPELINE: tasks
 // BENCH-OPT: -O0
@@ -14,6 +17,25 @@ func.func private @rtclock() -> f64
 func.func private @printF64(f64)
 func.func private @printI64(i64)
 func.func private @printNewline()
+
+// The workload's size: $BENCH_SIZE when set (make bench-instr runs two sizes
+// of the same compiled code, scripts/bench_instr.py), otherwise %default.
+llvm.mlir.global internal constant @bench_size_var("BENCH_SIZE\00") {addr_space = 0 : i32}
+llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
+llvm.func @atol(!llvm.ptr) -> i64
+func.func @bench_size(%default: i64) -> i64 {
+  %name = llvm.mlir.addressof @bench_size_var : !llvm.ptr
+  %s = llvm.call @getenv(%name) : (!llvm.ptr) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %unset = llvm.icmp "eq" %s, %null : !llvm.ptr
+  %n = scf.if %unset -> i64 {
+    scf.yield %default : i64
+  } else {
+    %v = llvm.call @atol(%s) : (!llvm.ptr) -> i64
+    scf.yield %v : i64
+  }
+  return %n : i64
+}
 
 // fib(n) = fib(n-1) + fib(n-2); the n-1 branch is spawned with async.execute,
 // the n-2 branch is called directly; both are awaited without blocking
@@ -41,7 +63,8 @@ async.func @fib(%n: i64) -> !async.value<i64> {
 }
 
 func.func @main() {
-  %n = arith.constant 26 : i64
+  %default = arith.constant 26 : i64
+  %n = func.call @bench_size(%default) : (i64) -> i64
   %t0 = func.call @rtclock() : () -> f64
   %f = async.call @fib(%n) : (i64) -> !async.value<i64>
   %v = async.await %f : !async.value<i64>

@@ -6,6 +6,9 @@
 // level (its continuations run inline): it completes 50,000 and 70,000 here
 // but dies with SIGSEGV at 100,000 levels (8 MiB stacks).
 //
+// The environment variable BENCH_SIZE=N makes the chain N levels deep
+// (checksum N); make bench-instr uses it.
+//
 // BENCH-EXPECT: 50000
 // BENCH-PIPELINE: tasks
 // BENCH-OPT: -O0
@@ -15,6 +18,25 @@ func.func private @rtclock() -> f64
 func.func private @printF64(f64)
 func.func private @printI64(i64)
 func.func private @printNewline()
+
+// The workload's size: $BENCH_SIZE when set (make bench-instr runs two sizes
+// of the same compiled code, scripts/bench_instr.py), otherwise %default.
+llvm.mlir.global internal constant @bench_size_var("BENCH_SIZE\00") {addr_space = 0 : i32}
+llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
+llvm.func @atol(!llvm.ptr) -> i64
+func.func @bench_size(%default: i64) -> i64 {
+  %name = llvm.mlir.addressof @bench_size_var : !llvm.ptr
+  %s = llvm.call @getenv(%name) : (!llvm.ptr) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %unset = llvm.icmp "eq" %s, %null : !llvm.ptr
+  %n = scf.if %unset -> i64 {
+    scf.yield %default : i64
+  } else {
+    %v = llvm.call @atol(%s) : (!llvm.ptr) -> i64
+    scf.yield %v : i64
+  }
+  return %n : i64
+}
 
 func.func @level(%k: i64, %n: i64) -> !async.value<i64> {
   %tok, %v = async.execute -> !async.value<i64> {
@@ -37,7 +59,8 @@ func.func @level(%k: i64, %n: i64) -> !async.value<i64> {
 
 func.func @main() {
   %c0 = arith.constant 0 : i64
-  %n = arith.constant 50000 : i64
+  %default = arith.constant 50000 : i64
+  %n = func.call @bench_size(%default) : (i64) -> i64
   %t0 = func.call @rtclock() : () -> f64
   %f = func.call @level(%c0, %n) : (i64, i64) -> !async.value<i64>
   %v = async.await %f : !async.value<i64>

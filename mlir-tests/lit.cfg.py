@@ -7,13 +7,15 @@ Params:
   runtime=PATH        runtime library under test; default
                       <repo>/target/release/libmlir_async_runtime.so (computed
                       relative to this file)
-  runtime_kind=cxx|rust  override the detection below
+  runtime_kind=cxx|rust|floor  override the detection below (floor: the
+                      single-thread yardstick of bench/floor, `make lit-floor`)
   llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19)
   timeout=SECONDS     per-test time limit (default 300; only when the Python
                       module psutil is installed, which lit needs for it)
 
 Features: `cxx-runtime` when the runtime path lies under the LLVM prefix (or
-runtime_kind=cxx), otherwise `rust-runtime`. Tests the C++ runtime is known to
+runtime_kind=cxx), `floor-runtime` with runtime_kind=floor, otherwise
+`rust-runtime`. Tests the C++ runtime is known to
 fail say `// XFAIL: cxx-runtime` with the reason; tests of behaviour only ours
 has (MLIR_ASYNC_RUNTIME_WORKERS) say `// REQUIRES: rust-runtime`; a test
 that hangs the C++ runtime (so it cannot XFAIL reliably) says
@@ -72,8 +74,8 @@ runtime = os.path.abspath(lit_config.params.get('runtime', corpus.DEFAULT_RUNTIM
 kind = lit_config.params.get('runtime_kind')
 if kind is None:
     kind = 'cxx' if runtime.startswith(llvm_prefix + os.sep) else 'rust'
-if kind not in ('cxx', 'rust'):
-    lit_config.fatal('runtime_kind must be cxx or rust, not %r' % kind)
+if kind not in ('cxx', 'rust', 'floor'):
+    lit_config.fatal('runtime_kind must be cxx, rust or floor, not %r' % kind)
 if not os.path.exists(runtime):
     lit_config.fatal('runtime library under test not found: %s '
                      '(build it, or pass --param runtime=PATH)' % runtime)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Macro-benchmarks of the async runtime: ours against MLIR's C++ one.
+"""Macro-benchmarks of the async runtime: ours against MLIR's C++ one and a floor.
 
 Each program in bench/*.mlir prints two lines: a checksum (i64) and the
 seconds it spent between two rtclock() calls (JIT compile excluded).  Its
@@ -10,19 +10,24 @@ header carries directives read here:
     // BENCH-OPT: -O0 | -O3           mlir-cpu-runner optimisation level
 
 For every workload the program is lowered once (into --out), then run under
-mlir-cpu-runner with the C++ runtime and with ours, alternating the two
-(the order also alternates from round to round), --runs times each.  Peak
-RSS comes from the child's rusage (os.wait4), so no extra package is needed.
-A crash, timeout, missing output or wrong checksum makes that configuration
-FAIL in the table; it is never dropped.
+mlir-cpu-runner with the C++ runtime, ours and (--floor) the single-thread
+floor runtime of bench/floor, interleaved: round i runs every configuration
+once before round i + 1 runs any, and who goes first rotates.  Ratios
+(C++/ours, ours/floor) are medians of per-run ratios within a round, with
+their interquartile range, because the C++ runtime's time swings from hour
+to hour on a shared machine while the ratio to a floor measured minutes
+apart does not.  Peak RSS comes from the child's rusage (os.wait4), so no
+extra package is needed.  A crash, timeout, missing output or wrong checksum
+makes that configuration FAIL in the table; it is never dropped.
 
 With --harness pointing to a built jit-harness, the same LLVM IR also runs
-through it (both runtimes), so the JIT's own overhead (process wall time
+through it (C++ and ours), so the JIT's own overhead (process wall time
 minus in-program time) can be compared with mlir-cpu-runner's.
 
-Outputs: a table on stdout, <out>/results.json (every run), <out>/ratios.svg.
-Exit status 1 if a lowering or any run with our runtime failed (C++ failures
-are only reported), 2 on usage errors.  Python 3 stdlib only.
+Outputs: a table on stdout, <out>/table.md (the same, markdown),
+<out>/results.json (every run), <out>/ratios.svg.  Exit status 1 if a
+lowering or any run with our runtime failed (C++ and floor failures are only
+reported), 2 on usage errors.  Python 3 stdlib only.
 """
 
 from __future__ import annotations
@@ -235,6 +240,15 @@ def command(cfg: Config, w: Workload, args) -> list[str] | None:
         (["--echo"] if args.harness_echo else [])
 
 
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    """(Q1, median, Q3), inclusive method (Q1 = Q3 = x for one sample)."""
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0], xs[0], xs[0]
+    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return q1, q2, q3
+
+
 def summarize(runs: list[dict]) -> dict:
     ok = [r for r in runs if r["status"] == "ok"]
     bad = [r["status"] for r in runs if r["status"] != "ok"]
@@ -250,7 +264,8 @@ def summarize(runs: list[dict]) -> dict:
         if len(bad) < len(runs):
             s["status"] += f" {len(bad)}/{len(runs)}"
     if ok:
-        s["elapsed_median_s"] = statistics.median(r["elapsed_s"] for r in ok)
+        q1, med, q3 = quartiles([r["elapsed_s"] for r in ok])
+        s["elapsed_median_s"], s["elapsed_q1_s"], s["elapsed_q3_s"] = med, q1, q3
         s["wall_median_s"] = statistics.median(r["wall_s"] for r in ok)
         s["maxrss_median_mib"] = statistics.median(
             r["maxrss_kib"] for r in ok) / 1024
@@ -262,20 +277,44 @@ def summarize(runs: list[dict]) -> dict:
     return s
 
 
-def ratio(cxx: dict, ours: dict) -> float | None:
-    if cxx.get("status") == "ok" and ours.get("status") == "ok" \
-            and ours["elapsed_median_s"] > 0:
-        return cxx["elapsed_median_s"] / ours["elapsed_median_s"]
-    return None
+def paired_ratio(entry: dict, num: str, den: str) -> dict | None:
+    """Time of `num` / time of `den`, run by run.
+
+    Run i of every configuration is taken in round i, one right after the
+    other, so background load hits both sides of a per-run ratio alike; the
+    median of the per-run ratios (with their quartiles) is the figure. The
+    ratio of the two medians is kept beside it. None unless both
+    configurations have only good runs.
+    """
+    sn, sd = entry["summary"].get(num, {}), entry["summary"].get(den, {})
+    if sn.get("status") != "ok" or sd.get("status") != "ok":
+        return None
+    by_round = {r["round"]: r["elapsed_s"] for r in entry["runs"][den]}
+    per_run = [r["elapsed_s"] / by_round[r["round"]]
+               for r in entry["runs"][num]
+               if by_round.get(r["round"], 0) > 0]
+    if not per_run or sd["elapsed_median_s"] <= 0:
+        return None
+    q1, med, q3 = quartiles(per_run)
+    return {"median": med, "q1": q1, "q3": q3, "per_run": per_run,
+            "of_medians": sn["elapsed_median_s"] / sd["elapsed_median_s"]}
 
 
-def ratio_cell(cxx: dict, ours: dict) -> str:
-    r = ratio(cxx, ours)
-    if r is not None:
-        return f"{r:.2f}"
-    who = [n for n, x in (("C++", cxx), ("ours", ours))
-           if "FAIL" in x.get("status", "")]
+# Short names of the runtimes, by configuration-key suffix.
+WHO = {"cxx": "C++", "ours": "ours", "floor": "floor"}
+
+
+def why_no_ratio(entry: dict, num: str, den: str) -> str:
+    who = [WHO[k.split("/")[1]] for k in (num, den)
+           if "FAIL" in entry["summary"].get(k, {}).get("status", "")]
     return "FAIL " + " & ".join(who) if who else "-"
+
+
+def ratio_cell(entry: dict, num: str, den: str) -> str:
+    r = paired_ratio(entry, num, den)
+    if r is None:
+        return why_no_ratio(entry, num, den)
+    return f"{r['median']:.2f} ({r['q1']:.2f}-{r['q3']:.2f})"
 
 
 # ----------------------------------------------------------------- output
@@ -284,6 +323,15 @@ def fmt_s(s: dict, key: str, unit_fmt: str = "{:.4f}") -> str:
     if s.get("status") != "ok":
         return s.get("status", "-")
     return unit_fmt.format(s[key])
+
+
+def time_cell(s: dict) -> str:
+    """Median seconds and the interquartile range as % of the median."""
+    if s.get("status") != "ok":
+        return s.get("status", "-")
+    med = s["elapsed_median_s"]
+    iqr = (s["elapsed_q3_s"] - s["elapsed_q1_s"]) / med * 100 if med else 0
+    return f"{med:.4f} ({iqr:.0f}%)"
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
@@ -296,6 +344,12 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), sep] + [line(r) for r in rows])
 
 
+def markdown(rows: list[list[str]], header: list[str]) -> str:
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+
+
 def rss_cell(s: dict) -> str:
     if "maxrss_median_mib" in s:
         return f"{s['maxrss_median_mib']:.1f}"
@@ -306,20 +360,23 @@ def rss_cell(s: dict) -> str:
 
 def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
               title: str, subtitle: str) -> None:
-    """Bar chart of time ratios (C++ / ours), log2 scale, 1.0 in the middle.
+    """Bar chart of time ratios (reference / ours), log2 scale, 1 in the middle.
 
-    groups: (label, cxx config key, ours config key) -> one bar per workload
-    per group.  Bars above the line: ours faster.  FAIL cells are marked.
+    groups: (label, reference config key, ours config key) -> one bar per
+    workload per group: the median of per-run ratios, with a whisker from
+    Q1 to Q3.  Bars above the line: ours faster than that reference (the
+    C++ runtime); the floor's bars sit below it, at 1 / (ours/floor).
+    FAIL cells are marked.
     """
     names = list(results)
-    ratios = {(n, g[0]): ratio(results[n]["summary"].get(g[1], {}),
-                               results[n]["summary"].get(g[2], {}))
+    ratios = {(n, g[0]): paired_ratio(results[n], g[1], g[2])
               for n in names for g in groups}
-    vals = [r for r in ratios.values() if r]
-    top = max([abs(math.log2(r)) for r in vals] + [1.0])
+    vals = [v for r in ratios.values() if r
+            for v in (r["median"], r["q1"], r["q3"]) if v > 0]
+    top = max([abs(math.log2(v)) for v in vals] + [1.0])
     top = math.ceil(top + 0.25)          # axis: 2^-top .. 2^top
     colors = ["#3b75af", "#e28a2b", "#519e3e", "#8d69b8"]
-    W, H = max(760, 140 + 130 * len(names)), 470
+    W, H = max(820, 140 + 150 * len(names)), 470
     x0, x1, y0, y1 = 80, W - 20, 80, H - 90   # plot area
     ymid = (y0 + y1) / 2
     scale = (y1 - y0) / 2 / top
@@ -345,7 +402,7 @@ def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
         o.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">'
                  f'{lab}</text>')
     o.append(f'<text x="18" y="{ymid}" text-anchor="middle" '
-             f'transform="rotate(-90 18 {ymid})">C++ time / our time '
+             f'transform="rotate(-90 18 {ymid})">reference time / our time '
              f'(log scale; &gt; 1 = ours faster)</text>')
     slot = (x1 - x0) / max(1, len(names))
     bw = min(48, (slot - 24) / max(1, len(groups)))
@@ -357,38 +414,46 @@ def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
             bx = cx - bw * len(groups) / 2 + j * bw
             r = ratios[(n, g[0])]
             if r is None:
-                cs = results[n]["summary"].get(g[1], {})
-                us = results[n]["summary"].get(g[2], {})
-                why = "FAIL" if "FAIL" in cs.get("status", "") + \
-                    us.get("status", "") else "n/a"
-                who = ("ours " if "FAIL" in us.get("status", "") else "") + \
-                      ("C++" if "FAIL" in cs.get("status", "") else "")
+                why = why_no_ratio(results[n], g[1], g[2])
+                head, _, who = why.partition(" ")
                 o.append(f'<text x="{bx + bw/2:.1f}" y="{ymid - 6}" '
                          f'text-anchor="middle" fill="#c00" '
-                         f'font-weight="bold">{why}</text>')
+                         f'font-weight="bold">{"n/a" if why == "-" else head}'
+                         f'</text>')
                 if who:
                     o.append(f'<text x="{bx + bw/2:.1f}" y="{ymid + 14}" '
                              f'text-anchor="middle" fill="#c00" '
-                             f'font-size="10">{esc(who.strip())}</text>')
+                             f'font-size="10">{esc(who)}</text>')
                 continue
-            yr = y_of(r)
+            med = r["median"]
+            yr = y_of(med)
             ytop, hgt = min(yr, ymid), abs(yr - ymid)
             o.append(f'<rect x="{bx + 2:.1f}" y="{ytop:.1f}" '
                      f'width="{bw - 4:.1f}" height="{max(hgt, 1):.1f}" '
                      f'fill="{colors[j % len(colors)]}"><title>{esc(n)} '
-                     f'{esc(g[0])}: {r:.3f}</title></rect>')
-            ty = yr - 5 if r >= 1 else yr + 14
-            o.append(f'<text x="{bx + bw/2:.1f}" y="{ty:.1f}" '
-                     f'text-anchor="middle">{r:.2f}×</text>')
+                     f'{esc(g[0])}: {med:.3f} (IQR {r["q1"]:.3f}-'
+                     f'{r["q3"]:.3f})</title></rect>')
+            xm = bx + bw / 2
+            yq1, yq3 = y_of(r["q1"]), y_of(r["q3"])
+            o.append(f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{yq1:.1f}" '
+                     f'y2="{yq3:.1f}" stroke="#222" stroke-width="1.2"/>')
+            for yq in (yq1, yq3):
+                o.append(f'<line x1="{xm - 5:.1f}" x2="{xm + 5:.1f}" '
+                         f'y1="{yq:.1f}" y2="{yq:.1f}" stroke="#222" '
+                         f'stroke-width="1.2"/>')
+            ty = min(yr, yq3) - 5 if med >= 1 else max(yr, yq1) + 14
+            o.append(f'<text x="{xm:.1f}" y="{ty:.1f}" '
+                     f'text-anchor="middle">{med:.2f}×</text>')
     ly = H - 40
     for j, g in enumerate(groups):
-        lx = x0 + j * 260
+        lx = x0 + j * 240
         o.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" '
                  f'fill="{colors[j % len(colors)]}"/>')
         o.append(f'<text x="{lx + 18}" y="{ly}">{esc(g[0])}</text>')
     o.append(f'<text x="{x0}" y="{H - 14}" fill="#555" font-size="11">'
-             f'Median in-program time (rtclock, JIT compile excluded). '
-             f'FAIL = crash, timeout or wrong checksum in some run.</text>')
+             f'Median of per-run ratios of in-program time (rtclock, JIT '
+             f'excluded), whiskers Q1-Q3. FAIL = crash, timeout or wrong '
+             f'checksum in some run.</text>')
     o.append("</svg>")
     path.write_text("\n".join(o) + "\n")
 
@@ -397,14 +462,17 @@ def svg_chart(path: Path, results: dict, groups: list[tuple[str, str, str]],
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5,
-                    help="runs per workload and configuration (default 5)")
+    ap.add_argument("--runs", type=int, default=11,
+                    help="runs per workload and configuration (default 11)")
     ap.add_argument("--runtime", type=Path,
                     default=REPO / "target/release/libmlir_async_runtime.so",
                     help="our runtime library")
     ap.add_argument("--cxx", type=Path,
                     default=Path("/usr/lib/llvm-19/lib/libmlir_async_runtime.so"),
                     help="the C++ reference runtime")
+    ap.add_argument("--floor", type=Path, default=None,
+                    help="the single-thread floor runtime (make floor); "
+                    "its columns are skipped with a note without it")
     ap.add_argument("--only", action="append", metavar="NAME",
                     help="run only this workload (repeatable, or comma list)")
     ap.add_argument("--out", type=Path, default=REPO / "target/bench",
@@ -425,14 +493,22 @@ def main() -> int:
         only = [n for o in args.only for n in o.split(",") if n]
     if args.runs < 1:
         ap.error("--runs must be >= 1")
-    for p, what in ((args.runtime, "--runtime"), (args.cxx, "--cxx"),
-                    (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")):
+    required = [(args.runtime, "--runtime"), (args.cxx, "--cxx"),
+                (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")]
+    if args.floor is not None:
+        required.append((args.floor, "--floor"))
+    for p, what in required:
         if not p.exists():
             print(f"bench.py: {what} not found: {p}", file=sys.stderr)
             return 2
     args.runtime, args.cxx = args.runtime.resolve(), args.cxx.resolve()
+    use_floor = args.floor is not None
+    if use_floor:
+        args.floor = args.floor.resolve()
 
     notes = []
+    if not use_floor:
+        notes.append("floor: not requested (--floor); ours/floor skipped.")
     use_harness = False
     args.harness_opt = args.harness_echo = False
     if args.harness is None:
@@ -468,13 +544,19 @@ def main() -> int:
     workloads = discover(args.bench_dir.resolve(), only)
     configs = [Config("runner/cxx", "runner", args.cxx),
                Config("runner/ours", "runner", args.runtime)]
+    if use_floor:
+        configs.append(Config("runner/floor", "runner", args.floor))
     if use_harness:
         configs += [Config("harness/cxx", "harness", args.cxx),
                     Config("harness/ours", "harness", args.runtime)]
 
+    load_start = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M")
     print(f"bench: {len(workloads)} workload(s) x {len(configs)} "
           f"configuration(s) x {args.runs} run(s)", file=sys.stderr)
-    print(f"  ours: {args.runtime}\n  C++:  {args.cxx}", file=sys.stderr)
+    print(f"  ours:  {args.runtime}\n  C++:   {args.cxx}", file=sys.stderr)
+    if use_floor:
+        print(f"  floor: {args.floor}", file=sys.stderr)
     results: dict[str, dict] = {}
     any_fail = False
     for w in workloads:
@@ -492,9 +574,10 @@ def main() -> int:
             any_fail = True
             continue
         for i in range(args.runs):
-            # Alternate the two runtimes, and which one goes first.
-            order = configs if i % 2 == 0 else list(reversed(configs))
-            for c in order:
+            # Round i runs every configuration once before round i + 1 runs
+            # any; who goes first rotates from round to round.
+            k = i % len(configs)
+            for c in configs[k:] + configs[:k]:
                 cmd = command(c, w, args)
                 if cmd is None:
                     continue
@@ -502,6 +585,7 @@ def main() -> int:
                 res = judge(run_child(cmd, args.timeout), w.expect, rep)
                 res["round"] = i
                 res["repeat"] = rep
+                res["loadavg_1min"] = os.getloadavg()[0]
                 entry["runs"][c.key].append(res)
                 shown = (f"{res['elapsed_s']:.4f}s" if res["status"] == "ok"
                          else res["status"])
@@ -512,24 +596,54 @@ def main() -> int:
         for c in configs:
             entry["summary"][c.key] = summarize(entry["runs"][c.key])
             # Only our runtime's failures fail the command: the C++ one has
-            # known crashes (deep chains) that the table simply shows.
-            if c.runtime == args.runtime and c.key.endswith("/ours"):
+            # known crashes (deep chains) and the floor cannot run programs
+            # that need a second thread; the table simply shows them.
+            if c.key.endswith("/ours"):
                 any_fail |= entry["summary"][c.key]["status"] != "ok"
-        entry["ratio"] = ratio(entry["summary"]["runner/cxx"],
-                               entry["summary"]["runner/ours"])
+        entry["ratios"] = {
+            "cxx/ours": paired_ratio(entry, "runner/cxx", "runner/ours"),
+            "ours/floor": paired_ratio(entry, "runner/ours", "runner/floor")
+            if use_floor else None}
+    load_end = os.getloadavg()
 
     # ---- main table
+    header = ["workload", "C++ s (IQR)", "ours s (IQR)"]
+    if use_floor:
+        header.append("floor s (IQR)")
+    header.append("C++/ours (IQR)")
+    if use_floor:
+        header.append("ours/floor (IQR)")
+    header += ["C++ RSS MiB", "ours RSS MiB"] + \
+        (["floor RSS MiB"] if use_floor else [])
     rows = []
     for n, e in results.items():
-        cs, us = e["summary"]["runner/cxx"], e["summary"]["runner/ours"]
-        rows.append([n, fmt_s(cs, "elapsed_median_s"),
-                     fmt_s(us, "elapsed_median_s"),
-                     ratio_cell(cs, us), rss_cell(cs), rss_cell(us)])
+        s = e["summary"]
+        row = [n, time_cell(s["runner/cxx"]), time_cell(s["runner/ours"])]
+        if use_floor:
+            row.append(time_cell(s["runner/floor"]))
+        row.append(ratio_cell(e, "runner/cxx", "runner/ours"))
+        if use_floor:
+            row.append(ratio_cell(e, "runner/ours", "runner/floor"))
+        row += [rss_cell(s["runner/cxx"]), rss_cell(s["runner/ours"])]
+        if use_floor:
+            row.append(rss_cell(s["runner/floor"]))
+        rows.append(row)
+    load = (f"load average (1/5/15 min) {' '.join(f'{x:.2f}' for x in load_start)}"
+            f" at start, {' '.join(f'{x:.2f}' for x in load_end)} at end, "
+            f"{os.cpu_count()} CPUs")
+    caption = (f"mlir-cpu-runner, {args.runs} interleaved runs per runtime, "
+               f"{started}; {load}.\n"
+               "Times: median in-program seconds (IQR as % of the median). "
+               "Ratios: median of per-run ratios\n"
+               "(run i of each runtime comes from the same round), with Q1-Q3. "
+               "C++/ours > 1: ours faster; ours/floor: how far above the "
+               "floor.\nPeak RSS: median of the runs' peak resident memory "
+               "(mostly mlir-cpu-runner and LLVM).")
     print()
-    print(f"mlir-cpu-runner, median of {args.runs} runs (in-program time); "
-          f"ratio = C++ time / our time (> 1: ours faster)")
-    print(table(rows, ["workload", "C++ median s", "ours median s", "ratio",
-                       "C++ peak RSS MiB", "ours peak RSS MiB"]))
+    print(caption)
+    print(table(rows, header))
+    (args.out / "table.md").write_text(
+        caption.replace("\n", " ") + "\n\n" + markdown(rows, header) + "\n")
 
     # ---- JIT overhead table
     if use_harness:
@@ -544,7 +658,7 @@ def main() -> int:
                 fmt_s(s["harness/ours"], "wall_median_s", "{:.3f}"),
                 fmt_s(s["harness/ours"], "overhead_median_s", "{:.3f}"),
                 rss_cell(s["harness/ours"]),
-                ratio_cell(s["harness/cxx"], s["harness/ours"])])
+                ratio_cell(e, "harness/cxx", "harness/ours")])
         print()
         print("JIT overhead with our runtime: wall = whole process, "
               "overhead = wall - in-program time (startup, JIT compile, "
@@ -552,26 +666,33 @@ def main() -> int:
         print(table(rows, ["workload", "runner wall s", "runner ovh s",
                            "harness median s", "harness wall s",
                            "harness ovh s", "harness RSS MiB",
-                           "harness ratio C++/ours"]))
+                           "harness C++/ours (IQR)"]))
     for note in notes:
         print("note: " + note)
 
-    groups = [("mlir-cpu-runner", "runner/cxx", "runner/ours")]
+    groups = [("C++ / ours, mlir-cpu-runner", "runner/cxx", "runner/ours")]
     if use_harness:
-        groups.append(("jit-harness", "harness/cxx", "harness/ours"))
+        groups.append(("C++ / ours, jit-harness", "harness/cxx",
+                       "harness/ours"))
+    if use_floor:
+        groups.append(("floor / ours, mlir-cpu-runner", "runner/floor",
+                       "runner/ours"))
     chart = args.out / "ratios.svg"
     svg_chart(chart, results, groups,
-              "Async runtime macro-benchmarks: C++ time / our time",
-              f"median of {args.runs} runs, {platform.node()}, "
-              f"{os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
+              "Async runtime macro-benchmarks: reference time / our time",
+              f"median of {args.runs} interleaved runs, {platform.node()}, "
+              f"{os.cpu_count()} CPUs, {started}, load {load_start[0]:.2f}")
     raw = args.out / "results.json"
     raw.write_text(json.dumps({
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "host": platform.node(), "cpus": os.cpu_count(),
+        "loadavg_start": load_start, "loadavg_end": load_end,
         "runs": args.runs, "ours": str(args.runtime), "cxx": str(args.cxx),
+        "floor": str(args.floor) if use_floor else None,
         "harness": str(args.harness) if use_harness else None,
         "notes": notes, "workloads": results}, indent=1) + "\n")
-    print(f"chart: {chart}\nraw numbers: {raw}")
+    print(f"chart: {chart}\ntable (markdown): {args.out / 'table.md'}\n"
+          f"raw numbers: {raw}")
     if any_fail:
         print("bench: some runs with our runtime FAILED "
               "(see table and results.json)")

@@ -3,14 +3,16 @@
 # LLVM/MLIR 19 (llvm-19-dev, llvm-19-tools for FileCheck, mlir-19-tools,
 # libmlir-19 with the C++ runtime, libmlir-19-dev for its header, lld-19 to
 # link the runtime with its hot code packed together), g++ (jit-harness
-# compiles a C++ shim over LLVM's FileCheck library), `lit`, and
+# compiles a C++ shim over LLVM's FileCheck library), valgrind (make
+# bench-instr counts instructions with callgrind), gcc (builds the floor
+# runtime of bench/floor and links bench-instr's programs), `lit`, and
 # `psutil` (without it lit cannot enforce per-test timeouts, and a hang would
 # stall CI instead of failing it).
 # Does nothing when everything is present, so `make` can call it every time.
 set -euo pipefail
 
 LLVM_PREFIX=/usr/lib/llvm-19
-APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 g++)
+APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 g++ valgrind gcc)
 
 # One file per package that proves it is installed.
 declare -A PROBE=(
@@ -21,6 +23,8 @@ declare -A PROBE=(
   [libmlir-19-dev]="$LLVM_PREFIX/include/mlir/ExecutionEngine/AsyncRuntime.h"
   [lld-19]="$LLVM_PREFIX/bin/ld.lld"
   [g++]="/usr/bin/g++"
+  [valgrind]="/usr/bin/valgrind"
+  [gcc]="/usr/bin/gcc"
 )
 
 missing=()
