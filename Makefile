@@ -9,6 +9,9 @@ RUNTIME_SO  := $(CURDIR)/target/release/libmlir_async_runtime.so
 HARNESS     := $(CURDIR)/target/release/jit-harness
 CARGO       ?= cargo
 LIT         ?= lit
+# The lowering pipelines of every MLIR version, defined once (read by
+# mlir-tests/lib/pipelines.py, the corpus, bench, stress, compat, jit-harness).
+PIPELINES   := mlir-tests/lib/pipelines.txt
 export PATH := $(PATH):$(HOME)/.local/bin
 
 .PHONY: all setup build test test-rust lit lit-cxx
