@@ -16,14 +16,6 @@ BENCH_HARNESS_N ?= 1000
 
 .PHONY: run install bench-harness
 
-# mk/corpus.mk defines `corpus`; until it exists, lower the corpus with the
-# corpus's own script (same manifest).
-ifeq ($(wildcard $(CURDIR)/mk/corpus.mk),)
-.PHONY: corpus
-corpus: setup
-	python3 mlir-tests/lib/corpus.py lower --out $(CORPUS_DIR) --llvm-prefix $(LLVM_PREFIX)
-endif
-
 # Manifest columns (mlir-tests/lit.cfg.py): name ll check_file check_prefix
 # entry entry_result env requires xfail source; '-' means empty. Programs
 # that require another runtime kind are skipped; the xfail column names the
