@@ -24,10 +24,11 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 
-# Rust tests, the lit corpus, then the reliability suite's CI part: loom
-# models, the re-injected historic bugs, and a reduced stress run
-# (docs/reliability.md).
-test: build test-rust lit reliability-ci
+# Rust tests, the lit corpus, the corpus under MLIR 22's runner (make
+# compat-ci: fetches MLIR 22 into target/compat once), then the reliability
+# suite's CI part: loom models, the re-injected historic bugs, and a reduced
+# stress run (docs/reliability.md).
+test: build test-rust lit compat-ci reliability-ci
 
 test-rust: build
 	$(CARGO) test --release --workspace
