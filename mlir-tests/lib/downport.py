@@ -25,10 +25,15 @@ Rules, by the first version that no longer needs them:
              `assert` / `br` / `cond_br`, arith.select `select`; linalg.fill
              takes `(%value, %memref) : T, M` instead of ins(...) outs(...);
              the runner utils' printMemrefI64 is print_memref_i64 (and so on).
+Command line (for a look at a rewrite; mlir-tests/downport.test uses it):
+  downport.py --mlir-version N FILE   prints FILE for MLIR N, or
+                                      `unsupported: <reason>` and exits 1
 RUN lines need no rewriting but one: MLIR 14 and 15 take a pass pipeline without
 the builtin.module(...) anchor (corpus.py strips it; see pipelines.txt).
 """
+import argparse
 import re
+import sys
 
 
 class Unsupported(Exception):
@@ -101,7 +106,7 @@ def print_string(indent, text, tag, used):
     return lines
 
 
-def print_scalar(indent, value, ty, punct, tag, used, lineno):
+def print_scalar(indent, value, ty, punct, lineno, used):
     if punct != 'no_punctuation':
         raise Unsupported('line %d: vector.print punctuation <%s> has no rewrite'
                           % (lineno, punct))
@@ -113,7 +118,7 @@ def print_scalar(indent, value, ty, punct, tag, used, lineno):
     lines = []
     arg = value
     if conv:
-        arg = '%%__dp%s_v' % tag
+        arg = '%%__dp%d_v' % lineno
         lines.append('%s%s = %s' % (indent, arg, conv % value))
     argty = 'i64' if conv else ty
     lines.append('%sllvm.call @%s(%s) : (%s) -> ()' % (indent, printer, arg, argty))
@@ -153,7 +158,7 @@ def downport(text, version):
         m = PUNCT_PRINT.match(line)
         if m:
             out += print_scalar(m.group(1), m.group(2), m.group(3), m.group(4),
-                                lineno, used, lineno)
+                                lineno, used)
             continue
         m = BARE_REDUCE.match(line)
         if m:
@@ -170,3 +175,22 @@ def downport(text, version):
     decls = [DECLS[name] for name in sorted(used)]
     header = ['// Generated for MLIR %d by mlir-tests/lib/downport.py.' % version] + decls
     return '\n'.join(header + out) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser(description='Print a corpus program rewritten for an older MLIR.')
+    ap.add_argument('file')
+    ap.add_argument('--mlir-version', type=int, required=True)
+    a = ap.parse_args()
+    with open(a.file) as f:
+        text = f.read()
+    try:
+        sys.stdout.write(downport(text, a.mlir_version))
+    except Unsupported as e:
+        print('unsupported: %s' % e)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
