@@ -29,7 +29,6 @@ import argparse
 import datetime
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
