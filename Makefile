@@ -9,6 +9,9 @@ RUNTIME_SO  := $(CURDIR)/target/release/libmlir_async_runtime.so
 HARNESS     := $(CURDIR)/target/release/jit-harness
 CARGO       ?= cargo
 LIT         ?= lit
+# The lowering pipelines of every MLIR version, defined once (read by
+# mlir-tests/lib/pipelines.py, the corpus, bench, stress, compat, jit-harness).
+PIPELINES   := mlir-tests/lib/pipelines.txt
 export PATH := $(PATH):$(HOME)/.local/bin
 
 .PHONY: all setup build test test-rust lit lit-cxx
@@ -21,12 +24,13 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 
-# Rust tests, the lit corpus, then the reliability suite's CI part: loom
-# models, the re-injected historic bugs, and a reduced stress run
-# (docs/reliability.md), then the benchmarks' CI part: the floor runtime
-# runs the corpus and the per-task instruction/allocation budget holds
-# (bench/README.md).
-test: build test-rust lit reliability-ci bench-ci
+# Rust tests, the lit corpus, the corpus under MLIR 22's runner (make
+# compat-ci: fetches MLIR 22 into target/compat once), then the reliability
+# suite's CI part: loom models, the re-injected historic bugs, and a reduced
+# stress run (docs/reliability.md), then the benchmarks' CI part: the floor
+# runtime runs the corpus and the per-task instruction/allocation budget
+# holds (bench/README.md).
+test: build test-rust lit compat-ci reliability-ci bench-ci
 
 test-rust: build
 	$(CARGO) test --release --workspace

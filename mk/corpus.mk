@@ -1,11 +1,12 @@
 # The async MLIR corpus lowered to LLVM IR, for running without lit (see
 # scripts/lower-corpus.sh and the header of mlir-tests/lit.cfg.py):
-#   make corpus   -> target/corpus/*.ll and target/corpus/manifest.tsv
-# LLVM_BIN comes from the top Makefile.
+#   make corpus   -> target/corpus/*.ll, *.llvm.mlir and manifest.tsv
+# LLVM_BIN and PIPELINES come from the top Makefile.
 
 CORPUS_DIR     := $(CURDIR)/target/corpus
 CORPUS_SOURCES := $(wildcard mlir-tests/*.mlir)
-CORPUS_DEPS    := $(CORPUS_SOURCES) mlir-tests/lib/corpus.py scripts/lower-corpus.sh
+CORPUS_DEPS    := $(CORPUS_SOURCES) $(wildcard mlir-tests/lib/*.py) $(PIPELINES) \
+                  scripts/lower-corpus.sh
 
 .PHONY: corpus corpus-clean
 corpus: $(CORPUS_DIR)/manifest.tsv

@@ -9,13 +9,20 @@ Params:
                       relative to this file)
   runtime_kind=cxx|rust|floor  override the detection below (floor: the
                       single-thread yardstick of bench/floor, `make lit-floor`)
-  llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19)
+  llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19); its MLIR
+                      version (from the name, .../llvm-N) picks the pipelines
+                      of lib/pipelines.txt and the runner; an unpacked one
+                      (target/compat/N/root/usr/lib/llvm-N) runs with
+                      LD_LIBRARY_PATH set. The corpus is written for MLIR 19:
+                      older versions run through `make compat` instead, which
+                      rewrites it (lib/downport.py).
   timeout=SECONDS     per-test time limit (default 300; only when the Python
                       module psutil is installed, which lit needs for it)
 
 Features: `cxx-runtime` when the runtime path lies under the LLVM prefix (or
 runtime_kind=cxx), `floor-runtime` with runtime_kind=floor, otherwise
-`rust-runtime`. Tests the C++ runtime is known to
+`rust-runtime`; and `mlir-N`, the MLIR version (`make compat` sets the same
+features). Tests the C++ runtime is known to
 fail say `// XFAIL: cxx-runtime` with the reason; tests of behaviour only ours
 has (MLIR_ASYNC_RUNTIME_WORKERS) say `// REQUIRES: rust-runtime`; a test
 that hangs the C++ runtime (so it cannot XFAIL reliably) says
@@ -25,16 +32,17 @@ Substitutions (defined once, in lib/corpus.py, which the lowering script
 shares): %mlir_opt %mlir_translate %mlir_cpu_runner FileCheck not
 %mlir_c_runner_utils %mlir_runner_utils %mlir_async_runtime %cxx_runtime
 %async_passes   the pass list of MLIR's async integration tests (no wrapper),
-                plus what MLIR 19 needs on top: convert-vector-to-llvm
-                (vector.print), expand-strided-metadata + lower-affine and
-                arith-expand (arith.ceildivsi from async-parallel-for),
-                convert-cf-to-llvm. Parallel-for tests prepend
-                async-parallel-for{...} inside builtin.module(...).
+                plus what MLIR 19 needs on top, as defined once for every MLIR
+                version in lib/pipelines.txt (print it with
+                `python3 mlir-tests/lib/pipelines.py --bare --no-async-func`).
+                Parallel-for tests prepend async-parallel-for{...} inside
+                builtin.module(...).
 %async_to_llvm  -pass-pipeline="builtin.module(%async_passes)"
 %async_func_to_llvm   same, with async-func-to-async-runtime first (async.func)
 %async_policy_passes  %async_passes with policy-based ref counting
-%run_async      mlir-cpu-runner -e main -entry-point-result=void -O0
+%run_async      <runner> -e main -entry-point-result=void -O0
                 -shared-libs=<c runner utils>,<runner utils>,<runtime>
+                (runner: mlir-cpu-runner, or the version's name for it)
 %corpus_py %python
 
 Corpus convention (what scripts/lower-corpus.sh / `make corpus` rely on):
@@ -43,10 +51,11 @@ every RUN line of every *.mlir file here has exactly three stages
 Stage 1 is the lowering (mlir-opt only, reading %s); stage 2 the runner, whose
 `-e` / `-entry-point-result=` and env prefix go to the manifest; stage 3 the
 check. `make corpus` lowers each RUN line to target/corpus/<id>.ll (id = file
-stem, or stem.N for the N-th RUN line of a file with several) and writes
-target/corpus/manifest.tsv with columns
+stem, or stem.N for the N-th RUN line of a file with several), and to
+target/corpus/<id>.llvm.mlir the LLVM dialect it comes from (what the runners
+take), and writes target/corpus/manifest.tsv with columns
     name ll check_file check_prefix entry entry_result env requires xfail
-    unsupported source
+    unsupported source mlir
 ('-' = empty). The .ll still holds LLVM coroutine intrinsics: run the
 coroutine passes (e.g. opt -passes='default<O0>') before code generation, as
 mlir-cpu-runner does. Parsing lives in lib/corpus.py; *.test files are not corpus
@@ -80,11 +89,20 @@ if not os.path.exists(runtime):
     lit_config.fatal('runtime library under test not found: %s '
                      '(build it, or pass --param runtime=PATH)' % runtime)
 config.available_features.add(kind + '-runtime')
-lit_config.note('async runtime under test: %s (%s-runtime)' % (runtime, kind))
+try:
+    mlir = corpus.mlir_version(llvm_prefix)
+except ValueError as e:
+    lit_config.fatal(str(e))
+config.available_features.add('mlir-%d' % mlir.number)
+lit_config.note('async runtime under test: %s (%s-runtime), MLIR %d'
+                % (runtime, kind, mlir.number))
 
-for k, v in corpus.substitutions(llvm_prefix, runtime):
+for k, v in corpus.substitutions(llvm_prefix, runtime, mlir.number):
     config.substitutions.append((k, v))
 config.substitutions.append(('%python', sys.executable))
+if 'LD_LIBRARY_PATH' in corpus.toolchain_env(llvm_prefix, {}):
+    config.environment['LD_LIBRARY_PATH'] = \
+        corpus.toolchain_env(llvm_prefix, config.environment)['LD_LIBRARY_PATH']
 
 # FileCheck / not / count resolve through PATH: put LLVM 19 first.
 config.environment['PATH'] = os.pathsep.join(

@@ -11,7 +11,7 @@
 # at 300 (about 50-90 ms each): the rate is a rate, so fewer processes give the
 # same number in less time. The program defaults to `values` from the corpus
 # (target/corpus, written by `make corpus`); its .ll goes to the harness, and
-# the RUN line's mlir-opt lowering of the same source to mlir-cpu-runner.
+# the LLVM dialect it was translated from (<id>.llvm.mlir) to mlir-cpu-runner.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,26 +47,13 @@ manifest=$corpus/manifest.tsv
 
 row=$(awk -F'\t' -v p="$program" '$1 == p' "$manifest")
 [ -n "$row" ] || { echo "bench-harness: $program is not in $manifest" >&2; exit 2; }
-IFS=$'\t' read -r _ ll check prefix entry result envs _ _ _ <<<"$row"
+IFS=$'\t' read -r _ ll check prefix entry result envs _ _ _ _ mlir <<<"$row"
 [ "$prefix" = "-" ] && prefix=CHECK
 [ "$envs" = "-" ] && envs=""
+[ -f "${mlir:-}" ] || { echo "bench-harness: $manifest has no LLVM dialect file for $program (make corpus)" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# mlir-cpu-runner reads the LLVM dialect: the RUN line's own lowering stage
-# (from the corpus's parser), i.e. exactly what lit runs.
-lower=$(python3 - "$root/mlir-tests/lib" "$(dirname "$llvm_bin")" "$runtime" "$program" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-import corpus
-subs = corpus.substitutions(sys.argv[2], sys.argv[3])
-for p in corpus.programs(corpus.corpus_files(), subs):
-    if p['name'] == sys.argv[4]:
-        print(p['lower'])
-PY
-)
-[ -n "$lower" ] || { echo "bench-harness: cannot find the lowering of $program" >&2; exit 2; }
-bash -o pipefail -c "$lower" >"$work/prog.mlir"
 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.1f", n / t }'; }
@@ -93,7 +80,7 @@ fi
 # mlir-cpu-runner: one process per run, each output checked by FileCheck.
 t0=$(now)
 for ((i = 0; i < runner_n; i++)); do
-  env $envs "$llvm_bin/mlir-cpu-runner" "$work/prog.mlir" -O0 -e "$entry" \
+  env $envs "$llvm_bin/mlir-cpu-runner" "$mlir" -O0 -e "$entry" \
     -entry-point-result="$result" -shared-libs="$libs,$runtime" \
     | "$llvm_bin/FileCheck" "$check" --check-prefix="$prefix" \
     || { echo "bench-harness: mlir-cpu-runner run $((i + 1)) failed its check" >&2; exit 1; }

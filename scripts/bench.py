@@ -50,36 +50,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "bench"
 
-# The pipeline of MLIR's async integration tests, plus async.func support,
-# arith-expand (async-parallel-for emits ceildiv) and cf-to-llvm.
-TASKS_PIPELINE = (
-    "builtin.module("
-    "async-func-to-async-runtime,"
-    "async-to-async-runtime,"
-    "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),"
-    "convert-async-to-llvm,"
-    "func.func(convert-linalg-to-loops,convert-scf-to-cf),"
-    "finalize-memref-to-llvm,"
-    "func.func(convert-arith-to-llvm),"
-    "convert-cf-to-llvm,"
-    "convert-func-to-llvm,"
-    "reconcile-unrealized-casts)"
-)
-PARALLEL_FOR_PIPELINE = (
-    "builtin.module("
-    "async-parallel-for,"
-    "async-to-async-runtime,"
-    "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),"
-    "convert-async-to-llvm,"
-    "func.func(convert-linalg-to-loops,convert-scf-to-cf),"
-    "arith-expand,"
-    "finalize-memref-to-llvm,"
-    "func.func(convert-arith-to-llvm),"
-    "convert-cf-to-llvm,"
-    "convert-func-to-llvm,"
-    "reconcile-unrealized-casts)"
-)
-PIPELINES = {"tasks": TASKS_PIPELINE, "parallel-for": PARALLEL_FOR_PIPELINE}
+sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
+import pipelines  # noqa: E402  (the project's one definition of the pipelines)
+
+# BENCH-PIPELINE kinds. Both are the pipeline of mlir-tests/lib/pipelines.txt
+# for the MLIR version of --llvm-bin (async.func lowering included);
+# parallel-for runs async-parallel-for (its default options) first.
+PIPELINE_FRONTS = {"tasks": None, "parallel-for": "async-parallel-for"}
+
+
+def pipeline(kind: str, llvm_bin: Path) -> str:
+    version = pipelines.version_of_prefix(str(llvm_bin.parent))
+    return pipelines.load()[version].pipeline(front=PIPELINE_FRONTS[kind])
+
 
 # Display order; any other bench/*.mlir is appended alphabetically.
 ORDER = ["fan-out", "fib-spawn", "nested-chain", "value-pipeline",
@@ -102,7 +85,7 @@ class Workload:
 
         self.expect = int(directive("EXPECT"))
         self.pipeline = directive("PIPELINE", "tasks")
-        if self.pipeline not in PIPELINES:
+        if self.pipeline not in PIPELINE_FRONTS:
             raise SystemExit(f"{path}: unknown BENCH-PIPELINE {self.pipeline}")
         self.opt = directive("OPT", "-O0")
         self.lowered: Path | None = None   # LLVM dialect, for mlir-cpu-runner
@@ -125,7 +108,7 @@ def lower(w: Workload, llvm_bin: Path, out: Path, want_ir: bool) -> None:
     w.lowered = out / f"{w.name}.llvm.mlir"
     r = subprocess.run(
         [str(llvm_bin / "mlir-opt"), str(w.path),
-         f"-pass-pipeline={PIPELINES[w.pipeline]}", "-o", str(w.lowered)],
+         f"-pass-pipeline={pipeline(w.pipeline, llvm_bin)}", "-o", str(w.lowered)],
         capture_output=True, text=True)
     if r.returncode != 0:
         w.lower_error = "mlir-opt: " + r.stderr.strip()[-2000:]

@@ -24,7 +24,8 @@ trap 'rm -rf "$WORK"' EXIT
 command -v valgrind >/dev/null || { echo "hot-symbols: valgrind is needed" >&2; exit 1; }
 cargo build --release -p mlir_async_runtime >&2
 
-PIPELINE='builtin.module(async-func-to-async-runtime,async-to-async-runtime,func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),convert-async-to-llvm,func.func(convert-linalg-to-loops,convert-scf-to-cf),finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-func-to-llvm,reconcile-unrealized-casts)'
+# The project's pipeline for this MLIR (mlir-tests/lib/pipelines.txt).
+PIPELINE=$(python3 mlir-tests/lib/pipelines.py --llvm-prefix "$LLVM_PREFIX")
 for prog in fan-out fib-spawn value-pipeline blocking-awaits nested-chain; do
   "$LLVM_PREFIX/bin/mlir-opt" "bench/$prog.mlir" -pass-pipeline="$PIPELINE" > "$WORK/$prog.mlir"
   echo "hot-symbols: profiling $prog" >&2

@@ -75,25 +75,14 @@ def skipped(prog):
 
 def lower(args, out_dir):
     """Lowers every RUN line to LLVM dialect MLIR (for mlir-cpu-runner) and
-    LLVM IR (for jit-harness), exactly as lit's first stage does."""
-    os.makedirs(out_dir, exist_ok=True)
-    subs = corpus.substitutions(args.llvm_prefix, args.runtime)
-    tools = corpus.tools(args.llvm_prefix)
-    progs = []
-    for p in corpus.programs(corpus.corpus_files(), subs):
-        if args.only and p['name'] not in args.only:
-            continue
-        mlir = os.path.join(out_dir, p['name'] + '.llvm.mlir')
-        ll = os.path.join(out_dir, p['name'] + '.ll')
-        cmd = '%s > %s && %s --mlir-to-llvmir %s -o %s' % (
-            p['lower'], shlex.quote(mlir), shlex.quote(tools['mlir_translate']),
-            shlex.quote(mlir), shlex.quote(ll))
-        r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
-                           stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            sys.exit('stress: lowering %s failed:\n%s\n%s' % (p['name'], cmd, r.stderr))
-        p['mlir'], p['ll'] = mlir, ll
-        progs.append(p)
+    LLVM IR (for jit-harness) with the corpus's one recipe (corpus.lower_all,
+    as `make corpus` does)."""
+    only = set(args.only) if args.only else None
+    progs, failed = corpus.lower_all(corpus.corpus_files(), out_dir, args.llvm_prefix,
+                                     args.runtime, quiet=True, only=only)
+    if failed:
+        sys.exit('stress: %d program(s) did not lower (see above)' % failed)
+    progs = [p for p in progs if 'll' in p]
     if not progs:
         sys.exit('stress: no corpus program selected')
     return progs
@@ -123,7 +112,7 @@ def harness_cmd(args, prog, tools, runs):
             '--shared-lib', tools['mlir_c_runner_utils'],
             '--shared-lib', tools['mlir_runner_utils'],
             '--entry', prog['entry'], '--repeat', str(runs),
-            '--check', prog['source'], '--check-prefix', prog['check_prefix'],
+            '--check', prog['check_file'], '--check-prefix', prog['check_prefix'],
             '--timeout', str(args.timeout), '--json', '--name', prog['name']]
 
 
@@ -155,7 +144,7 @@ def harness_row(args, prog, fuzz_seed, tools):
            '--shared-lib', tools['mlir_c_runner_utils'],
            '--shared-lib', tools['mlir_runner_utils'],
            '--entry', prog['entry'], '--repeat', str(runs),
-           '--check', prog['source'], '--check-prefix', prog['check_prefix'],
+           '--check', prog['check_file'], '--check-prefix', prog['check_prefix'],
            '--timeout', str(args.timeout), '--json', '--name', prog['name']]
     start = time.monotonic()
     row = {'program': prog['name'], 'mode': mode, 'runs': runs,
@@ -221,7 +210,7 @@ def one_process(args, prog, tools, index):
     stderr = r.stderr.decode(errors='replace')
     if r.returncode != 0:
         return 'failed', '%s\nexit %d\n%s' % (desc, r.returncode, stderr[-4000:])
-    check = subprocess.run([tools['filecheck'], prog['source'],
+    check = subprocess.run([tools['filecheck'], prog['check_file'],
                             '--check-prefix=' + prog['check_prefix']],
                            input=r.stdout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if check.returncode != 0:

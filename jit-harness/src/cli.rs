@@ -4,17 +4,6 @@ use crate::error::{Error, Result};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
-/// Default MLIR pass pipeline for `.mlir` input: the one MLIR's own async
-/// integration tests use (the corpus's `%async_to_llvm`, see
-/// mlir-tests/lib/corpus.py), lowering async, scf, affine, vector, memref,
-/// arith, cf and func to the LLVM dialect.
-pub const DEFAULT_PIPELINE: &str = "builtin.module(async-to-async-runtime,\
-func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),\
-convert-async-to-llvm,func.func(convert-linalg-to-loops,convert-scf-to-cf),\
-expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,\
-finalize-memref-to-llvm,func.func(convert-arith-to-llvm),convert-cf-to-llvm,\
-convert-func-to-llvm,reconcile-unrealized-casts)";
-
 /// The end of --help: what the exit status means.
 const EXIT_STATUS: &str = "\
 Exit status:
@@ -47,7 +36,8 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub input_format: InputFormat,
 
-    /// mlir-opt pass pipeline for MLIR input (an empty string only translates).
+    /// mlir-opt pass pipeline for MLIR input (an empty string only translates;
+    /// default: MLIR 19's pipeline in mlir-tests/lib/pipelines.txt).
     #[arg(long, value_name = "PIPELINE")]
     pub pipeline: Option<String>,
 

@@ -132,8 +132,8 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     let ir = match input.format {
         input::Format::LlvmIr => input.text.clone(),
         input::Format::Mlir => {
-            let pipeline = cli.pipeline.as_deref().unwrap_or(cli::DEFAULT_PIPELINE);
-            lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, pipeline)?
+            let pipeline = cli.pipeline.clone().unwrap_or_else(lower::default_pipeline);
+            lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, &pipeline)?
         }
     };
     // Our runtime reads these once, at its first call: set them before it

@@ -8,6 +8,41 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// The project's lowering pipelines, defined once for every MLIR version
+/// (the corpus, bench, stress and compat scripts read the same file; its
+/// header documents the `VERSION KEY VALUE` format).
+const PIPELINES: &str = include_str!("../../mlir-tests/lib/pipelines.txt");
+
+/// The MLIR version of the default `--mlir-bin` (/usr/lib/llvm-19/bin).
+const MLIR_VERSION: &str = "19";
+
+/// The default `--pipeline` for MLIR input: MLIR 19's whole pipeline from
+/// pipelines.txt, `anchor(async-func, to-runtime, ref-counting, to-llvm)`
+/// (what `mlir-tests/lib/pipelines.py` prints).
+pub fn default_pipeline() -> String {
+    let values = |key: &str| -> Vec<&'static str> {
+        PIPELINES
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                match (fields.next(), fields.next(), fields.next()) {
+                    (Some(v), Some(k), Some(value)) if v == MLIR_VERSION && k == key => Some(value),
+                    _ => None,
+                }
+            })
+            .collect()
+    };
+    let passes = ["async-func", "to-runtime", "ref-counting", "to-llvm"]
+        .iter()
+        .flat_map(|key| values(key))
+        .collect::<Vec<_>>()
+        .join(",");
+    match values("anchor").first() {
+        Some(anchor) => format!("{anchor}({passes})"),
+        None => passes,
+    }
+}
+
 /// Runs `tool args` with `stdin` as input; returns its standard output, or
 /// an error with the first lines of its standard error.
 fn run_tool(bin: &Path, tool: &str, args: &[String], stdin: &[u8], input_name: &str) -> Result<Vec<u8>> {
@@ -46,4 +81,28 @@ pub fn mlir_to_llvm_ir(input: &Input, mlir_bin: &Path, pipeline: &str) -> Result
         run_tool(mlir_bin, "mlir-opt", &[format!("--pass-pipeline={pipeline}")], &input.text, &input.name)?
     };
     run_tool(mlir_bin, "mlir-translate", &["--mlir-to-llvmir".to_string()], &llvm_dialect, &input.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_pipeline;
+    use std::process::Command;
+
+    #[test]
+    fn default_pipeline_is_the_one_pipelines_py_prints() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../mlir-tests/lib/pipelines.py");
+        let out = Command::new("python3")
+            .args([script, "--mlir-version", super::MLIR_VERSION])
+            .output()
+            .expect("python3 runs pipelines.py");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(default_pipeline(), String::from_utf8_lossy(&out.stdout).trim());
+    }
+
+    #[test]
+    fn default_pipeline_lowers_async_func_through_llvm() {
+        let p = default_pipeline();
+        assert!(p.starts_with("builtin.module(async-func-to-async-runtime,async-to-async-runtime,"), "{p}");
+        assert!(p.ends_with(",reconcile-unrealized-casts)"), "{p}");
+    }
 }

@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
-"""Single source of truth for the async MLIR corpus in mlir-tests/.
+"""Single source of truth for the async MLIR corpus in mlir-tests/: how a
+program's RUN lines are read, and the one recipe that lowers them.
 
-Imported by mlir-tests/lit.cfg.py (tool paths, pipelines, lit substitutions)
-and run as a script by scripts/lower-corpus.sh and the coverage tests:
+Imported by mlir-tests/lit.cfg.py (tool paths, lit substitutions),
+scripts/stress.py and scripts/compat.py, and run as a script by
+scripts/lower-corpus.sh (`make corpus`) and the coverage tests:
 
-  corpus.py lower    --out DIR [--llvm-prefix P] [--runtime SO] [FILE...]
-      lower every RUN line of every corpus program to DIR/<id>.ll and write
-      DIR/manifest.tsv (see MANIFEST_COLUMNS and the header of lit.cfg.py).
+  corpus.py lower    --out DIR [--llvm-prefix P] [--mlir-version N] [--runtime SO] [FILE...]
+      lower every RUN line of every corpus program to DIR/<id>.mlir (LLVM
+      dialect, for the runners) and DIR/<id>.ll (LLVM IR, for jit-harness)
+      and write DIR/manifest.tsv (see MANIFEST_COLUMNS and lit.cfg.py).
   corpus.py coverage --out DIR --reference SO [FILE...]
       lower everything, then check that every mlirAsyncRuntim* symbol exported
       by the reference runtime SO is called by at least one corpus program.
   corpus.py exports  --reference SO --runtime SO
       check that the runtime under test defines every symbol of the reference
       ABI (mlirAsyncRuntim* functions and the runner init/destroy hooks).
+
+The pass pipelines come from pipelines.txt (one table for every MLIR
+version, see pipelines.py); the MLIR version is that of the LLVM prefix
+(.../llvm-N) unless --mlir-version says otherwise. For a version older than
+the corpus's syntax (MLIR 19), each program is first rewritten by
+downport.py into DIR/src/, and a program that version cannot express is
+left out with the reason.
 
 RUN line convention (every RUN line of every *.mlir corpus file):
 
@@ -25,11 +35,15 @@ is FileCheck on the same file, with an optional check prefix. RUN lines may
 be continued with a trailing backslash.
 """
 import argparse
+import glob
 import os
 import re
 import shlex
 import subprocess
 import sys
+
+import downport
+import pipelines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_DIR = os.path.dirname(HERE)                 # mlir-tests/
@@ -38,49 +52,34 @@ DEFAULT_LLVM_PREFIX = '/usr/lib/llvm-19'
 DEFAULT_RUNTIME = os.path.join(REPO_ROOT, 'target', 'release',
                                'libmlir_async_runtime.so')
 
-# The lowering passes after the async-specific front (async-parallel-for or
-# async-func-to-async-runtime) that a RUN line may prepend. This is the
-# pipeline of MLIR's own async integration tests
-# (mlir/test/Integration/Dialect/Async/CPU and mlir/test/mlir-cpu-runner/
-# async*.mlir), plus convert-vector-to-llvm for vector.print and
-# expand-strided-metadata/lower-affine for the code async-parallel-for emits.
-ASYNC_PASSES = ','.join([
-    'async-to-async-runtime',
-    'func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt)',
-    'convert-async-to-llvm',
-    'func.func(convert-linalg-to-loops,convert-scf-to-cf)',
-    'expand-strided-metadata',
-    'lower-affine',
-    'convert-scf-to-cf',
-    'convert-vector-to-llvm',
-    'finalize-memref-to-llvm',
-    'func.func(arith-expand,convert-arith-to-llvm)',
-    'convert-cf-to-llvm',
-    'convert-func-to-llvm',
-    'reconcile-unrealized-casts',
-])
-
-# Same, with the policy-based reference counting pass instead of the
-# automatic one (upstream runs its parallel-for tests both ways).
-ASYNC_POLICY_PASSES = ASYNC_PASSES.replace(
-    'func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt)',
-    'async-runtime-policy-based-ref-counting')
-
 SYMBOL_RE = re.compile(r'\bmlirAsyncRuntim\w*')
 HOOKS = ['__mlir_execution_engine_init', '__mlir_execution_engine_destroy']
 
 MANIFEST_COLUMNS = ['name', 'll', 'check_file', 'check_prefix', 'entry',
                     'entry_result', 'env', 'requires', 'xfail', 'unsupported',
-                    'source']
+                    'source', 'mlir']
 
 
-def tools(llvm_prefix=DEFAULT_LLVM_PREFIX):
+def mlir_version(llvm_prefix, version=None):
+    """The table row (pipelines.Version) of MLIR `version`, by default the
+    version of the prefix."""
+    table = pipelines.load()
+    if version is None:
+        version = pipelines.version_of_prefix(llvm_prefix)
+    if version not in table:
+        raise ValueError('no MLIR %d in %s (have %s)' % (
+            version, pipelines.TABLE, ' '.join(map(str, sorted(table)))))
+    return table[version]
+
+
+def tools(llvm_prefix=DEFAULT_LLVM_PREFIX, version=None):
+    v = mlir_version(llvm_prefix, version)
     b = os.path.join(llvm_prefix, 'bin')
     l = os.path.join(llvm_prefix, 'lib')
     return {
         'mlir_opt': os.path.join(b, 'mlir-opt'),
         'mlir_translate': os.path.join(b, 'mlir-translate'),
-        'mlir_cpu_runner': os.path.join(b, 'mlir-cpu-runner'),
+        'mlir_cpu_runner': os.path.join(b, v.runner),
         'filecheck': os.path.join(b, 'FileCheck'),
         'not': os.path.join(b, 'not'),
         'mlir_c_runner_utils': os.path.join(l, 'libmlir_c_runner_utils.so'),
@@ -89,18 +88,39 @@ def tools(llvm_prefix=DEFAULT_LLVM_PREFIX):
     }
 
 
-def substitutions(llvm_prefix=DEFAULT_LLVM_PREFIX, runtime=DEFAULT_RUNTIME):
+def toolchain_env(llvm_prefix, base=None):
+    """The environment to run a toolchain's programs in: an LLVM unpacked
+    outside the system (target/compat/N/usr/lib/llvm-N) finds its libraries
+    (libMLIR in <prefix>/lib, libLLVM in <prefix>/../<multiarch>) through
+    LD_LIBRARY_PATH."""
+    env = dict(os.environ if base is None else base)
+    prefix = os.path.abspath(llvm_prefix)
+    if prefix.startswith('/usr/'):
+        return env
+    dirs = [os.path.join(prefix, 'lib')]
+    dirs += sorted(glob.glob(os.path.join(os.path.dirname(prefix), '*-linux-gnu*')))
+    if env.get('LD_LIBRARY_PATH'):
+        dirs.append(env['LD_LIBRARY_PATH'])
+    env['LD_LIBRARY_PATH'] = os.pathsep.join(dirs)
+    return env
+
+
+def substitutions(llvm_prefix=DEFAULT_LLVM_PREFIX, runtime=DEFAULT_RUNTIME, version=None):
     """(pattern, replacement) pairs, longest pattern first, because lit
     replaces substitutions in list order without word boundaries."""
-    t = tools(llvm_prefix)
+    v = mlir_version(llvm_prefix, version)
+    t = tools(llvm_prefix, v.number)
     shared = ' '.join('-shared-libs=' + x for x in
                       (t['mlir_c_runner_utils'], t['mlir_runner_utils'], runtime))
+    # Without async.func, a RUN line asking for its lowering names a pass
+    # that does not exist, and mlir-opt says so.
+    async_func = (v.pipeline(async_func=True) if v.async_func else
+                  v.anchored('async-func-lowering-needs-mlir-16,' + v.passes()))
     subs = [
-        ('%async_func_to_llvm', '-pass-pipeline="builtin.module('
-         'async-func-to-async-runtime,' + ASYNC_PASSES + ')"'),
-        ('%async_policy_passes', ASYNC_POLICY_PASSES),
-        ('%async_to_llvm', '-pass-pipeline="builtin.module(' + ASYNC_PASSES + ')"'),
-        ('%async_passes', ASYNC_PASSES),
+        ('%async_func_to_llvm', '-pass-pipeline="%s"' % async_func),
+        ('%async_policy_passes', v.passes(policy=True)),
+        ('%async_to_llvm', '-pass-pipeline="%s"' % v.pipeline(async_func=False)),
+        ('%async_passes', v.passes()),
         ('%run_async', t['mlir_cpu_runner'] +
          ' -e main -entry-point-result=void -O0 ' + shared),
         ('%mlir_opt', t['mlir_opt']),
@@ -160,7 +180,15 @@ def run_lines(path):
     return runs
 
 
-def parse_run(run, path, subs):
+def strip_anchor(stage, version):
+    """MLIR 14 and 15 take a bare pass list: drop the builtin.module(...) that a
+    RUN line's own -pass-pipeline wraps its passes in."""
+    if version is None or version.anchor:
+        return stage
+    return re.sub(r'(-pass-pipeline=")builtin\.module\((.*)\)(")', r'\1\2\3', stage)
+
+
+def parse_run(run, path, subs, version=None):
     stages = [s.strip() for s in run.split('|')]
     if len(stages) != 3:
         raise ValueError('%s: RUN line must have 3 stages (opt | runner | '
@@ -168,7 +196,7 @@ def parse_run(run, path, subs):
     lower, runner, check = stages
     if not lower.startswith('%mlir_opt') or '%s' not in lower.split():
         raise ValueError('%s: stage 1 must be `%%mlir_opt %%s ...`: %s' % (path, lower))
-    lower = expand(lower, subs).replace('%s', shlex.quote(path))
+    lower = expand(strip_anchor(lower, version), subs).replace('%s', shlex.quote(path))
     toks = shlex.split(expand(runner, subs))
     env = []
     if toks and toks[0] == 'env':
@@ -202,17 +230,48 @@ def parse_run(run, path, subs):
             'check_prefix': prefix}
 
 
-def programs(files, subs):
+def version_source(path, version, src_dir):
+    """(file to lower and check, reason it is unsupported or None): the
+    program itself, or its rewrite for an older MLIR (downport.py) in
+    src_dir."""
+    if version is None:
+        return path, None
+    with open(path) as f:
+        text = f.read()
+    try:
+        new = downport.downport(text, version.number)
+    except downport.Unsupported as e:
+        return path, str(e)
+    if new == text:
+        return path, None
+    if src_dir is None:
+        raise ValueError('%s needs rewriting for MLIR %d: give a directory for it'
+                         % (path, version.number))
+    os.makedirs(src_dir, exist_ok=True)
+    out = os.path.join(src_dir, os.path.basename(path))
+    with open(out + '.tmp', 'w') as f:
+        f.write(new)
+    os.replace(out + '.tmp', out)
+    return out, None
+
+
+def programs(files, subs, version=None, src_dir=None):
     """One entry per RUN line: id is the file stem, plus .N (1-based) when
-    the file has more than one RUN line."""
+    the file has more than one RUN line. With `version` (a pipelines.Version)
+    the RUN lines are read for that MLIR: its rewrite of the program (see
+    version_source) is what %s names, and a program it cannot express has
+    p['unsupported_reason']."""
     out = []
     for path in files:
         runs = run_lines(path)
         stem = os.path.splitext(os.path.basename(path))[0]
+        src, reason = version_source(path, version, src_dir)
         for n, run in enumerate(runs, 1):
-            p = parse_run(run, path, subs)
+            p = parse_run(run, src, subs, version)
             p['name'] = stem if len(runs) == 1 else '%s.%d' % (stem, n)
             p['source'] = path
+            p['check_file'] = src
+            p['unsupported_reason'] = reason
             p['requires'] = ','.join(directive(path, 'REQUIRES'))
             p['xfail'] = ','.join(directive(path, 'XFAIL'))
             p['unsupported'] = ','.join(directive(path, 'UNSUPPORTED'))
@@ -220,32 +279,74 @@ def programs(files, subs):
     return out
 
 
-def lower_one(p, out_dir, t):
+def _holds(exprs, features):
+    """Whether any of lit's boolean feature expressions holds."""
+    try:
+        from lit.BooleanExpression import BooleanExpression
+    except ImportError:  # lit not importable: plain feature names only
+        return any(e.strip() in features or e.strip() == '*' for e in exprs)
+    return any(e.strip() == '*' or BooleanExpression.evaluate(e, features)
+               for e in exprs if e.strip())
+
+
+def expectation(p, features):
+    """What lit would make of a program given its features (e.g.
+    {'cxx-runtime', 'mlir-22'}): ('unsupported', why), ('xfail', None) or
+    ('pass', None)."""
+    if p.get('unsupported_reason'):
+        return 'unsupported', p['unsupported_reason']
+    requires = [r for r in p['requires'].split(',') if r.strip()]
+    missing = [r for r in requires if not _holds([r], features)]
+    if missing:
+        return 'unsupported', 'REQUIRES: ' + ', '.join(missing)
+    unsupported = [u for u in p['unsupported'].split(',') if u.strip()]
+    if _holds(unsupported, features):
+        return 'unsupported', 'UNSUPPORTED: ' + ', '.join(unsupported)
+    xfail = [x for x in p['xfail'].split(',') if x.strip()]
+    if _holds(xfail, features):
+        return 'xfail', 'XFAIL: ' + ', '.join(xfail)
+    return 'pass', None
+
+
+def lower_one(p, out_dir, t, env):
+    """RUN line stage 1 to <id>.llvm.mlir, then LLVM IR <id>.ll."""
+    mlir = os.path.join(out_dir, p['name'] + '.llvm.mlir')
     ll = os.path.join(out_dir, p['name'] + '.ll')
-    cmd = '%s | %s --mlir-to-llvmir -o %s' % (
-        p['lower'], shlex.quote(t['mlir_translate']), shlex.quote(ll + '.tmp'))
-    r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
+    cmd = '%s > %s && %s --mlir-to-llvmir %s -o %s' % (
+        p['lower'], shlex.quote(mlir + '.tmp'), shlex.quote(t['mlir_translate']),
+        shlex.quote(mlir + '.tmp'), shlex.quote(ll + '.tmp'))
+    r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd], env=env,
                        stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         return 'lowering %s failed:\n%s\n%s\n' % (p['name'], cmd, r.stderr)
+    os.replace(mlir + '.tmp', mlir)
     os.replace(ll + '.tmp', ll)
-    p['ll'] = ll
+    p['mlir'], p['ll'] = mlir, ll
     return None
 
 
-def lower_all(files, out_dir, llvm_prefix, runtime, quiet=False):
-    """Lower every program (in parallel); returns (programs, #failures).
-    Programs that lowered have p['ll'] set."""
+def lower_all(files, out_dir, llvm_prefix, runtime, quiet=False, version=None,
+              only=None):
+    """Lowers every program (in parallel) with the toolchain at llvm_prefix
+    for MLIR `version` (default: the prefix's); returns (programs,
+    #failures). Programs that lowered have p['mlir'] and p['ll'] set; those
+    the version cannot express, p['unsupported_reason']. `only`: names to
+    keep (None: all)."""
     from concurrent.futures import ThreadPoolExecutor
     os.makedirs(out_dir, exist_ok=True)
-    subs = substitutions(llvm_prefix, runtime)
-    t = tools(llvm_prefix)
-    progs = programs(files, subs)
+    v = mlir_version(llvm_prefix, version)
+    subs = substitutions(llvm_prefix, runtime, v.number)
+    t = tools(llvm_prefix, v.number)
+    env = toolchain_env(llvm_prefix)
+    progs = programs(files, subs, v, os.path.join(out_dir, 'src'))
+    if only is not None:
+        progs = [p for p in progs if p['name'] in only]
+    todo = [p for p in progs if not p['unsupported_reason']]
     jobs = int(os.environ.get('CORPUS_JOBS', os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        errors = list(ex.map(lambda p: lower_one(p, out_dir, t), progs))
+        errors = list(ex.map(lambda p: lower_one(p, out_dir, t, env), todo))
     failed = 0
-    for p, err in zip(progs, errors):
+    for p, err in zip(todo, errors):
         if err:
             failed += 1
             sys.stderr.write(err)
@@ -261,7 +362,7 @@ def write_manifest(progs, out_dir):
         for p in progs:
             if 'll' not in p:
                 continue
-            row = dict(p, check_file=p['source'], env=' '.join(p['env']))
+            row = dict(p, env=' '.join(p['env']))
             f.write('\t'.join(row[c] if row[c] else '-' for c in MANIFEST_COLUMNS) + '\n')
     os.replace(path + '.tmp', path)
     return path
@@ -290,10 +391,16 @@ def main():
     ap.add_argument('--llvm-prefix', default=DEFAULT_LLVM_PREFIX)
     ap.add_argument('--runtime', default=DEFAULT_RUNTIME)
     ap.add_argument('--reference')
+    ap.add_argument('--mlir-version', type=int,
+                    help='MLIR version of the toolchain (default: from --llvm-prefix, .../llvm-N)')
     a = ap.parse_args()
     files = corpus_files(a.files)
+    try:
+        version = mlir_version(a.llvm_prefix, a.mlir_version)
+    except ValueError as e:
+        sys.exit('corpus.py: %s' % e)
     if a.cmd == 'list':
-        for p in programs(files, substitutions(a.llvm_prefix, a.runtime)):
+        for p in programs(files, substitutions(a.llvm_prefix, a.runtime, version.number)):
             print(p['name'], p['entry'], p['entry_result'], ' '.join(p['env']) or '-')
         return 0
     if a.cmd == 'exports':
@@ -304,8 +411,13 @@ def main():
             print(('exported ' if s in have else 'MISSING ') + s)
         print('missing exports: %d' % len(missing))
         return 1 if missing else 0
+    if not a.out:
+        sys.exit('corpus.py: %s needs --out DIR' % a.cmd)
     progs, failed = lower_all(files, a.out, a.llvm_prefix, a.runtime,
-                              quiet=(a.cmd == 'coverage'))
+                              quiet=(a.cmd == 'coverage'), version=version.number)
+    for p in progs:
+        if p['unsupported_reason']:
+            sys.stderr.write('  UNSUPPORTED %s: %s\n' % (p['name'], p['unsupported_reason']))
     if a.cmd == 'lower':
         print(write_manifest(progs, a.out))
         return 1 if failed else 0

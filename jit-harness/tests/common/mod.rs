@@ -84,7 +84,7 @@ pub fn summary(r: &Run) -> serde_json::Value {
 pub fn lower_to_ll(name: &str, dir: &Path) -> PathBuf {
     let src = data(&format!("{name}.mlir"));
     let out = dir.join(format!("{name}.ll"));
-    let pipeline = jit_harness::cli::DEFAULT_PIPELINE;
+    let pipeline = jit_harness::lower::default_pipeline();
     let status = Command::new("bash")
         .arg("-o")
         .arg("pipefail")

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The MLIR lowering pipelines, per MLIR version, read from pipelines.txt
+(the one definition; its header documents the format and every key).
+
+As a module (corpus.py, lit.cfg.py, scripts/bench.py, stress.py, compat.py):
+    table = load(); v = table[19]
+    v.pipeline()                        anchor(async-func?, passes)
+    v.pipeline(front='async-parallel-for', async_func=False)
+    v.passes(policy=True)               the bare pass list, no anchor
+As a command (the Makefile, scripts/hot-symbols.sh, the README):
+    pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
+        prints the pipeline of MLIR N (default 19, or P's version)
+    pipelines.py --versions             prints every version, ascending
+    pipelines.py --runner [--mlir-version N]
+                                        prints the runner's name
+"""
+import argparse
+import os
+import re
+import sys
+
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipelines.txt')
+DEFAULT_VERSION = 19
+SCALAR_KEYS = ('runner', 'anchor', 'async-func', 'to-runtime', 'ref-counting',
+               'policy-ref-counting')
+LIST_KEYS = ('to-llvm',)
+REQUIRED_KEYS = ('runner', 'to-runtime', 'ref-counting', 'policy-ref-counting',
+                 'to-llvm')
+
+
+class Version:
+    """One MLIR version's row of the table."""
+
+    def __init__(self, number, entries):
+        self.number = number
+        self.runner = entries['runner']
+        self.anchor = entries.get('anchor')
+        self.async_func = entries.get('async-func')
+        self.to_runtime = entries['to-runtime']
+        self.ref_counting = entries['ref-counting']
+        self.policy_ref_counting = entries['policy-ref-counting']
+        self.to_llvm = entries['to-llvm']
+
+    def passes(self, policy=False, async_func=False):
+        """The pass list without anchor: [async-func,] to-runtime,
+        ref-counting (or the policy-based one), to-llvm."""
+        if async_func and not self.async_func:
+            raise ValueError('MLIR %d has no async.func lowering' % self.number)
+        steps = [self.async_func] if async_func else []
+        steps += [self.to_runtime,
+                  self.policy_ref_counting if policy else self.ref_counting]
+        return ','.join(steps + self.to_llvm)
+
+    def anchored(self, passes):
+        return '%s(%s)' % (self.anchor, passes) if self.anchor else passes
+
+    def pipeline(self, policy=False, async_func=None, front=None):
+        """The whole pipeline, anchored. async_func=None includes the
+        async.func lowering where the version has one; `front` is a pass
+        (with options) to run first, e.g. async-parallel-for{...}."""
+        if async_func is None:
+            async_func = self.async_func is not None
+        p = self.passes(policy, async_func)
+        return self.anchored(front + ',' + p if front else p)
+
+
+def parse(text, source=TABLE):
+    """{version: Version} from the table's text."""
+    rows = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        parts = line.split(None, 2)
+        if len(parts) != 3 or not parts[0].isdigit():
+            raise ValueError('%s:%d: expected `VERSION KEY VALUE`: %s' % (source, n, line))
+        version, key, value = int(parts[0]), parts[1], parts[2]
+        entries = rows.setdefault(version, {})
+        if key in LIST_KEYS:
+            entries.setdefault(key, []).append(value)
+        elif key in SCALAR_KEYS:
+            if key in entries:
+                raise ValueError('%s:%d: %s given twice for MLIR %d' % (source, n, key, version))
+            entries[key] = value
+        else:
+            raise ValueError('%s:%d: unknown key %s' % (source, n, key))
+    for version, entries in rows.items():
+        missing = [k for k in REQUIRED_KEYS if k not in entries]
+        if missing:
+            raise ValueError('%s: MLIR %d lacks %s' % (source, version, ', '.join(missing)))
+    return {v: Version(v, e) for v, e in rows.items()}
+
+
+def load(path=TABLE):
+    with open(path) as f:
+        return parse(f.read(), path)
+
+
+def versions(path=TABLE):
+    return sorted(load(path))
+
+
+def version_of_prefix(llvm_prefix, default=DEFAULT_VERSION):
+    """The MLIR version of an install prefix named like .../llvm-N (Debian's
+    layout, also that of the extracted packages under target/compat)."""
+    m = re.fullmatch(r'llvm-(\d+)', os.path.basename(os.path.normpath(llvm_prefix)))
+    return int(m.group(1)) if m else default
+
+
+def main():
+    ap = argparse.ArgumentParser(description='Print a lowering pipeline from pipelines.txt.')
+    ap.add_argument('--mlir-version', type=int, default=None,
+                    help='default: that of --llvm-prefix, else %d' % DEFAULT_VERSION)
+    ap.add_argument('--llvm-prefix', help='take the version from this prefix (.../llvm-N)')
+    ap.add_argument('--policy', action='store_true',
+                    help='policy-based reference counting instead of the automatic one')
+    ap.add_argument('--no-async-func', action='store_true',
+                    help='leave out the async.func lowering')
+    ap.add_argument('--bare', action='store_true', help='the pass list, without the anchor')
+    ap.add_argument('--versions', action='store_true', help='print every version')
+    ap.add_argument('--runner', action='store_true', help="print the version's runner")
+    a = ap.parse_args()
+    try:
+        table = load()
+    except ValueError as e:
+        sys.exit('pipelines: %s' % e)
+    if a.versions:
+        print(' '.join(str(v) for v in sorted(table)))
+        return 0
+    if a.mlir_version is None:
+        a.mlir_version = (version_of_prefix(a.llvm_prefix) if a.llvm_prefix
+                          else DEFAULT_VERSION)
+    if a.mlir_version not in table:
+        sys.exit('pipelines: no MLIR %d in %s (have %s)'
+                 % (a.mlir_version, TABLE, ' '.join(map(str, sorted(table)))))
+    v = table[a.mlir_version]
+    if a.runner:
+        print(v.runner)
+    elif a.bare:
+        print(v.passes(a.policy, not a.no_async_func and v.async_func is not None))
+    else:
+        print(v.pipeline(a.policy, False if a.no_async_func else None))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
