@@ -329,9 +329,13 @@ impl Scheduler {
                         }
                     }
                     Err(_) => {
+                        // At the cap every thread is busy, and some are
+                        // blocked: the queued tasks wait until one of them
+                        // goes on and takes a permit back (its drain loop
+                        // reacquires one). Trying again now would only
+                        // spin.
                         self.at_cap.store(true, Ordering::Relaxed);
-                        let after = self.drainers.spare_failed();
-                        self.after_leave(after);
+                        let _ = self.drainers.spare_failed();
                     }
                 }
             }

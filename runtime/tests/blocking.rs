@@ -105,6 +105,11 @@ fn blocked_chain() {
 /// `n` tasks each block on one gate token, opened by the test thread once
 /// all are queued. Prints the peak thread count.
 fn many_blocked_on_a_gate(n: usize) {
+    blocked_on_a_gate(n, Duration::from_millis(100));
+}
+
+/// [`many_blocked_on_a_gate`], the gate opened after `open_after`.
+fn blocked_on_a_gate(n: usize, open_after: Duration) {
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = sample_peak_threads(Arc::clone(&stop));
     let gate = Ptr::token(mlirAsyncRuntimeCreateToken());
@@ -123,7 +128,7 @@ fn many_blocked_on_a_gate(n: usize) {
         });
         mlirAsyncRuntimeExecute(h, r);
     }
-    thread::sleep(Duration::from_millis(100));
+    thread::sleep(open_after);
     // SAFETY: the producer's reference, then ours.
     unsafe {
         mlirAsyncRuntimeEmplaceToken(gate.get());
@@ -269,6 +274,8 @@ fn scenario_child() {
     match name.as_str() {
         "blocked-chain" => blocked_chain(),
         "gate-100k" => many_blocked_on_a_gate(100_000),
+        "gate-1000" => many_blocked_on_a_gate(1000),
+        "gate-opened-late" => blocked_on_a_gate(100, Duration::from_millis(3500)),
         "destroy-races-execute" => destroy_races_execute(),
         "destroy-races-continuation" => destroy_races_continuation(),
         "fork" => fork_child_uses_runtime(),
@@ -282,9 +289,17 @@ fn scenario_child() {
 // ---- the tests (parent side) ----------------------------------------------
 
 fn scenario(name: &str, workers: &str, limit: Duration) -> ChildRun {
+    scenario_with_cap(name, workers, "512", limit)
+}
+
+fn scenario_with_cap(name: &str, workers: &str, max_threads: &str, limit: Duration) -> ChildRun {
     run_child(
         "scenario_child",
-        &[(SCENARIO_ENV, name), ("MLIR_ASYNC_RUNTIME_WORKERS", workers)],
+        &[
+            (SCENARIO_ENV, name),
+            ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
+            ("MLIR_ASYNC_RUNTIME_MAX_THREADS", max_threads),
+        ],
         limit,
     )
 }
@@ -316,6 +331,35 @@ fn hundred_thousand_tasks_blocked_on_a_gate_complete_with_bounded_threads() {
         .unwrap_or_else(|| panic!("no peak thread count: {}", run.describe()));
     // The default cap on runtime threads, plus the test's own threads.
     assert!(peak <= mlir_async_runtime::DEFAULT_MAX_THREADS + 8, "peak threads {peak}");
+}
+
+/// At the thread cap, tasks wait in the queue until a blocked thread goes
+/// on; the thread that queues them (here the test thread, which then opens
+/// the gate) must not spin trying to start threads the cap forbids. With a
+/// cap of one thread, the only worker blocks on the gate at once.
+#[test]
+fn tasks_queued_at_the_thread_cap_wait_for_a_blocked_thread() {
+    for (workers, cap) in [("1", "1"), ("2", "3")] {
+        let run = scenario_with_cap("gate-1000", workers, cap, Duration::from_secs(60));
+        assert!(run.succeeded(), "{workers} worker(s), cap {cap}: {}", run.describe());
+        assert!(!run.stderr.contains("mlir_async_runtime:"), "no warning expected: {}", run.describe());
+    }
+}
+
+/// Every thread blocked at the cap with tasks queued, for seconds: one
+/// line says so, naming the cap and its variable; the program still ends
+/// when the gate opens.
+#[test]
+fn every_thread_blocked_at_the_cap_is_reported_once() {
+    let run = scenario_with_cap("gate-opened-late", "1", "2", Duration::from_secs(60));
+    assert!(run.succeeded(), "{}", run.describe());
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("mlir_async_runtime:")).collect();
+    assert_eq!(lines.len(), 1, "{}", run.describe());
+    assert!(
+        lines[0].contains("all 2 runtime threads are blocked") && lines[0].contains("MLIR_ASYNC_RUNTIME_MAX_THREADS"),
+        "{}",
+        lines[0]
+    );
 }
 
 #[test]
