@@ -121,7 +121,7 @@ def compile_program(gate: Gate, args) -> Path:
     out = args.out
     lowered, ll = out / f"{gate.name}.llvm.mlir", out / f"{gate.name}.ll"
     run([str(args.llvm_bin / "mlir-opt"), str(w.path),
-         f"-pass-pipeline={bench.PIPELINES[w.pipeline]}", "-o", str(lowered)])
+         f"-pass-pipeline={bench.pipeline(w.pipeline, args.llvm_bin)}", "-o", str(lowered)])
     run([str(args.llvm_bin / "mlir-translate"), "--mlir-to-llvmir",
          str(lowered), "-o", str(ll)])
     text = ll.read_text()

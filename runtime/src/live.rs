@@ -2,37 +2,92 @@
 //! (leak checks after each run) and reported by the destroy hook.
 //!
 //! Objects are process-wide (a token may be created before any runtime
-//! instance exists and outlive it), so these counts are too.
+//! instance exists and outlive it), so these counts are too. Creating and
+//! freeing objects is the hottest path there is, and a shared counter there
+//! moves one cache line between the cores at every task: each thread counts
+//! in its own block instead (a relaxed load and store, no read-modify-write,
+//! no shared line), and reading sums the blocks. A thread's count may be
+//! negative (it freed objects another thread created); only the sum means
+//! anything. An exiting thread folds its block into `RETIRED`.
+
+use std::cell::Cell;
+use std::sync::Arc;
 
 use crate::object::Kind;
 use crate::observe;
-use crate::sync::process::{AtomicI64, Ordering};
+use crate::sync::process::{lock, AtomicI64, Mutex, Ordering};
 
-/// One counter per cache line, so creating tokens on one core does not
-/// slow down creating values on another.
-#[repr(align(64))]
-struct PaddedCounter(AtomicI64);
+/// Net objects created minus freed, per kind, by one thread.
+#[derive(Default)]
+struct Block([AtomicI64; 3]);
 
-static LIVE: [PaddedCounter; 3] = [
-    PaddedCounter(AtomicI64::new(0)),
-    PaddedCounter(AtomicI64::new(0)),
-    PaddedCounter(AtomicI64::new(0)),
-];
+/// The blocks of the threads alive that counted something.
+static BLOCKS: Mutex<Vec<Arc<Block>>> = Mutex::new(Vec::new());
+/// The sums of the blocks of threads that exited (under `BLOCKS`' lock).
+static RETIRED: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
 
-fn counter(kind: Kind) -> &'static AtomicI64 {
-    &LIVE[kind as usize].0
+/// A thread's registered block; folded into `RETIRED` when the thread exits.
+struct Local(Arc<Block>);
+
+impl Local {
+    fn register() -> Local {
+        let block = Arc::new(Block::default());
+        lock(&BLOCKS).push(Arc::clone(&block));
+        Local(block)
+    }
 }
 
-// Relaxed on every counter: they order nothing; once the runtime is idle,
-// the task-completion synchronisation (and `wait_idle`) makes the final
-// values visible.
+impl Drop for Local {
+    fn drop(&mut self) {
+        let _ = BLOCK.try_with(|b| b.set(std::ptr::null()));
+        let mut blocks = lock(&BLOCKS);
+        for (kind, cell) in self.0 .0.iter().enumerate() {
+            // Relaxed: under the lock that readers take too.
+            RETIRED[kind].fetch_add(cell.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        blocks.retain(|b| !Arc::ptr_eq(b, &self.0));
+    }
+}
+
+thread_local! {
+    /// This thread's block, registered on first use; it owns the block
+    /// and folds it into `RETIRED` when the thread exits.
+    static LOCAL: Local = Local::register();
+    /// The same block, for the counting fast path: a const-initialised
+    /// thread-local costs one load, with no lazy-initialisation check.
+    /// Null until registered, and again once `LOCAL` is gone.
+    static BLOCK: Cell<*const Block> = const { Cell::new(std::ptr::null()) };
+}
+
+fn count(kind: Kind, delta: i64) {
+    let mut block = BLOCK.with(Cell::get);
+    if block.is_null() {
+        block = LOCAL.try_with(|local| Arc::as_ptr(&local.0)).unwrap_or(std::ptr::null());
+        if block.is_null() {
+            // This thread's block is gone (an object freed by a
+            // thread-local destructor at thread exit): count it as retired.
+            let _blocks = lock(&BLOCKS);
+            RETIRED[kind as usize].fetch_add(delta, Ordering::Relaxed);
+            return;
+        }
+        BLOCK.with(|b| b.set(block));
+    }
+    // SAFETY: the block is alive while `LOCAL` owns it, and `LOCAL`'s drop
+    // clears `BLOCK` first.
+    let cell = unsafe { &(*block).0[kind as usize] };
+    // Relaxed load and store: only this thread writes its block. A reader
+    // after the runtime went idle sees the final values: the task's end
+    // synchronises with `wait_idle` (docs/scheduler.md).
+    cell.store(cell.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+}
+
 pub(crate) fn object_created(kind: Kind) {
-    counter(kind).fetch_add(1, Ordering::Relaxed);
+    count(kind, 1);
     observe::object_created(kind, || live_objects().total());
 }
 
 pub(crate) fn object_freed(kind: Kind) {
-    counter(kind).fetch_sub(1, Ordering::Relaxed);
+    count(kind, -1);
 }
 
 /// Tokens, values and groups alive now.
@@ -50,11 +105,12 @@ impl LiveObjects {
 }
 
 pub(crate) fn live_objects() -> LiveObjects {
-    LiveObjects {
-        tokens: counter(Kind::Token).load(Ordering::Relaxed),
-        values: counter(Kind::Value).load(Ordering::Relaxed),
-        groups: counter(Kind::Group).load(Ordering::Relaxed),
-    }
+    let blocks = lock(&BLOCKS);
+    let sum = |kind: Kind| {
+        let k = kind as usize;
+        RETIRED[k].load(Ordering::Relaxed) + blocks.iter().map(|b| b.0[k].load(Ordering::Relaxed)).sum::<i64>()
+    };
+    LiveObjects { tokens: sum(Kind::Token), values: sum(Kind::Value), groups: sum(Kind::Group) }
 }
 
 /// One line on stderr if any object is still alive.
