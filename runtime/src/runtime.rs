@@ -109,8 +109,8 @@ fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
     })
 }
 
-/// Queues a task from `mlirAsyncRuntimeExecute`: on a runtime thread, on
-/// that thread's deque; elsewhere on the current instance's queue.
+/// Queues a task from `mlirAsyncRuntimeExecute`: on a runtime thread, in
+/// that thread's next-task slot; elsewhere on the current instance's queue.
 pub(crate) fn execute(task: Task) {
     if cfg!(loom) {
         // The loom models check the objects' state machines, not the pool:
@@ -118,7 +118,7 @@ pub(crate) fn execute(task: Task) {
         return task.run();
     }
     match scheduler::current() {
-        Some(scheduler) => scheduler.push_from_task(task),
+        Some(scheduler) => scheduler.push_local(task),
         None => with_entered_instance(|instance| instance.scheduler.push(task)),
     }
 }

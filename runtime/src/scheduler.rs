@@ -212,26 +212,21 @@ impl Scheduler {
         self.start_drainer(self.drainers.after_push());
     }
 
-    /// A task made ready by `mlirAsyncRuntimeExecute` on this scheduler's
-    /// own thread: onto the thread's deque, newest first; an idle drainer
-    /// may steal it.
-    pub(crate) fn push_from_task(&self, task: Task) {
-        debug_assert!(self.is_current());
-        STATE.with(|s| match s.deque.borrow().as_ref() {
-            Some(deque) => deque.worker.push(task),
-            None => unreachable!("a drainer registers its deque first"),
-        });
-        self.start_drainer(self.drainers.after_push());
-    }
-
-    /// A continuation made ready on this scheduler's own thread: into the
-    /// thread's next-task slot (the older occupant goes to the deque).
+    /// A task made ready on this scheduler's own thread: by a completion
+    /// (a continuation) or by `mlirAsyncRuntimeExecute` inside a task.
+    /// It goes to the thread's next-task slot and runs as soon as the
+    /// current task returns, on this thread: a dependency chain never hops
+    /// between cores, and a spawner's newest task runs first. The slot's
+    /// older occupant goes to the thread's deque, where an idle drainer may
+    /// steal it.
     ///
     /// A task in the slot cannot be taken by another drainer until the
-    /// current task returns. That delays nothing in compiled code: a task
-    /// completes its token or value as its last step (`async.yield`), and
-    /// a task that blocks in an `Await*` first moves the slot's task to
-    /// the queue ([`Blocked::begin`]).
+    /// current task returns. For a continuation that delays nothing in
+    /// compiled code: a task completes its token or value as its last step
+    /// (`async.yield`). A task that spawns and then computes holds one
+    /// spawned task back until it returns; every earlier one was pushed to
+    /// the deque by the next. A task that blocks in an `Await*` first moves
+    /// the slot's task to the queue ([`Blocked::begin`]).
     pub(crate) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
@@ -240,7 +235,11 @@ impl Scheduler {
             fuzz::Detour::Usual => {}
         }
         if let Some(older) = STATE.with(|s| s.next.replace(Some(task))) {
-            self.push_from_task(older);
+            STATE.with(|s| match s.deque.borrow().as_ref() {
+                Some(deque) => deque.worker.push(older),
+                None => unreachable!("a drainer registers its deque first"),
+            });
+            self.start_drainer(self.drainers.after_push());
         }
     }
 
