@@ -64,7 +64,7 @@ mutations-full: setup
 sanitize: sanitize-asan sanitize-tsan
 
 sanitize-asan: setup
-	RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=$(CURDIR)/target/asan \
+	RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=$(CURDIR)/target/asan \
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
 

@@ -68,7 +68,7 @@ run 3-touch-after-free-loom mutation-touch-after-free caught "index out of bound
     "${loom[@]}" --features mutation-touch-after-free --test loom_objects -- --exact last_drop_ref_against_completion_in_flight
 
 if [ $ASAN -eq 1 ]; then
-    asan=(env RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan
+    asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)
     run 3-touch-after-free-asan mutation-touch-after-free caught "heap-use-after-free" -- \
         "${asan[@]}" --features mutation-touch-after-free --test races -- --exact completion_drops_the_last_reference

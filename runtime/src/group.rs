@@ -9,12 +9,12 @@
 //! takes it to zero completes the group's own completion, which fires its
 //! awaiters. Nothing here takes a lock.
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{Completion, Outcome, Waiter};
 use crate::misuse::abort_misuse;
 use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::recycle;
 use crate::live;
 use crate::sync::{AtomicI64, Ordering};
 use crate::token::Token;
@@ -46,10 +46,10 @@ impl GroupWaiter {
     /// The waiter's fire function.
     ///
     /// # Safety
-    /// `node` is a `GroupWaiter` made by `Box::into_raw`, fired once.
+    /// `node` is a `GroupWaiter` made by `recycle::boxed`, fired once.
     unsafe fn fire(node: *mut Waiter, outcome: Outcome) {
-        // SAFETY: per the contract, we own the boxed node now.
-        let node = unsafe { Box::from_raw(node.cast::<GroupWaiter>()) };
+        // SAFETY: per the contract, we own the node now.
+        let node = unsafe { recycle::unbox(node.cast::<GroupWaiter>()) };
         // SAFETY: the waiter's reference keeps the group alive until the
         // `drop_ref`, after which we never touch it.
         unsafe {
@@ -72,7 +72,7 @@ impl Group {
             Completion::pending()
         };
         live::object_created(Kind::Group);
-        let group = Box::new(Group {
+        let group = recycle::boxed(Group {
             header: Header::new(Kind::Group, 1, Group::free),
             completion,
             size,
@@ -80,7 +80,8 @@ impl Group {
             pending: AtomicI64::new(size),
             errors: AtomicI64::new(0),
         });
-        NonNull::from(Box::leak(group))
+        // SAFETY: `boxed` never returns null.
+        unsafe { NonNull::new_unchecked(group) }
     }
 
     /// Checks and borrows the group behind an ABI pointer.
@@ -128,15 +129,15 @@ impl Group {
             return rank;
         }
         self.header.add_ref(1, call);
-        let node = Box::into_raw(Box::new(GroupWaiter {
+        let node = recycle::boxed(GroupWaiter {
             waiter: Waiter::new(GroupWaiter::fire),
             group: this,
-        }));
+        });
         // SAFETY: a fresh heap node whose fire function takes it back.
         if let Err(outcome) = unsafe { token.completion().add_waiter(node.cast()) } {
             // The token completed in between: count it here.
             // SAFETY: not linked, so still ours.
-            drop(unsafe { Box::from_raw(node) });
+            drop(unsafe { recycle::unbox(node) });
             // SAFETY: we hold the caller's reference and the one just added.
             unsafe {
                 Group::token_completed(this, outcome);
@@ -181,11 +182,10 @@ impl Group {
     /// `this` is a group with no reference left, freed once.
     unsafe fn free(this: *mut Header, call: &str) {
         let this = this.cast::<Group>();
-        // SAFETY: we own the group, allocated by `create` (a `Box`).
+        // SAFETY: we own the group, allocated by `create` (`boxed`).
         unsafe {
             (*this).completion.check_no_waiters(call, "group");
-            std::ptr::drop_in_place(this);
-            object::release_memory(this.cast(), Layout::new::<Group>());
+            drop(recycle::unbox(this));
         }
         live::object_freed(Kind::Group);
     }

@@ -16,6 +16,7 @@
 //!   (`MLIR_ASYNC_RUNTIME_TRACE`, `MLIR_ASYNC_RUNTIME_STATS`).
 //!
 //! Objects:
+//! - [`recycle`]: per-thread recycling of the runtime's small allocations.
 //! - [`object`]: the header (kind tag, reference count, free function).
 //! - [`live`]: live-object counts.
 //! - [`completion`]: the state word and waiter list of every object; a
@@ -49,6 +50,7 @@ pub(crate) mod trace;
 pub(crate) mod counters;
 pub(crate) mod observe;
 
+pub(crate) mod recycle;
 pub(crate) mod object;
 pub(crate) mod live;
 pub(crate) mod completion;

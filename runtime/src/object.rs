@@ -12,8 +12,6 @@
 //! written at free time survives there until the block is reused, and a
 //! pointer passed back after its object was freed is reported as such.
 
-use std::alloc::Layout;
-
 use crate::misuse::abort_misuse;
 use crate::sync::{fence, AtomicI64, AtomicU32, Ordering};
 
@@ -151,31 +149,6 @@ impl Header {
         // this thread owns the object; `free` is the kind's destructor.
         unsafe { free(this.cast_mut(), call) };
     }
-}
-
-/// Returns the memory of an object whose fields were already dropped.
-///
-/// Under `cfg(loom)` the memory is poisoned (every byte `0xff`) and kept
-/// instead: loom's atomics refer to loom's object store by an index, which
-/// now reads as garbage, so any later touch of the object (a use after
-/// free) panics inside loom and fails the model. Normal builds rely on
-/// AddressSanitizer for the same check (`make sanitize`).
-///
-/// # Safety
-/// `ptr` was allocated by the global allocator with `layout`, and nothing
-/// uses it afterwards.
-pub(crate) unsafe fn release_memory(ptr: *mut u8, layout: Layout) {
-    #[cfg(not(loom))]
-    // SAFETY: forwarded contract.
-    unsafe {
-        std::alloc::dealloc(ptr, layout)
-    };
-    #[cfg(loom)]
-    // SAFETY: the block is ours and `layout.size()` bytes long; it is
-    // leaked on purpose (a model allocates a handful per iteration).
-    unsafe {
-        std::ptr::write_bytes(ptr, 0xff, layout.size())
-    };
 }
 
 /// A token, value or group: `#[repr(C)]`, with its [`Header`] first.

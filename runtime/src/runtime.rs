@@ -26,6 +26,7 @@ use crate::gate::Gate;
 use crate::misuse::abort_misuse;
 use crate::mutation;
 use crate::observe;
+use crate::recycle;
 use crate::scheduler::{self, Scheduler};
 use crate::live;
 use crate::sync::process::{lock, AtomicBool, Mutex, Ordering};
@@ -147,10 +148,10 @@ impl ResumeWaiter {
     /// The waiter's fire function.
     ///
     /// # Safety
-    /// `node` is a `ResumeWaiter` made by `Box::into_raw`, fired once.
+    /// `node` is a `ResumeWaiter` made by `recycle::boxed`, fired once.
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
-        // SAFETY: per the contract, we own the boxed node now.
-        let node = unsafe { Box::from_raw(node.cast::<ResumeWaiter>()) };
+        // SAFETY: per the contract, we own the node now.
+        let node = unsafe { recycle::unbox(node.cast::<ResumeWaiter>()) };
         continue_with(node.task);
     }
 }
@@ -161,11 +162,11 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
     if completion.state().is_some() {
         return continue_with(task);
     }
-    let node = Box::into_raw(Box::new(ResumeWaiter { waiter: Waiter::new(ResumeWaiter::fire), task }));
-    // SAFETY: a fresh heap node whose fire function takes it back.
+    let node = recycle::boxed(ResumeWaiter { waiter: Waiter::new(ResumeWaiter::fire), task });
+    // SAFETY: a fresh node whose fire function takes it back.
     if unsafe { completion.add_waiter(node.cast()) }.is_err() {
         // SAFETY: not linked, so still ours.
-        let node = unsafe { Box::from_raw(node) };
+        let node = unsafe { recycle::unbox(node) };
         continue_with(node.task);
     }
 }
@@ -250,12 +251,15 @@ fn install_fork_handlers() {
     });
 }
 
-/// Before `fork`: no other thread may be inside `CURRENT`'s lock.
+/// Before `fork`: no other thread may be inside `CURRENT`'s lock or a
+/// recycling depot's.
 extern "C" fn before_fork() {
     CURRENT.lock();
+    recycle::lock_for_fork();
 }
 
 extern "C" fn after_fork_in_parent() {
+    recycle::unlock_after_fork();
     CURRENT.unlock();
 }
 
@@ -267,6 +271,7 @@ extern "C" fn after_fork_in_child() {
     // this one, the only thread of the child.
     let old = unsafe { (*CURRENT.instance.get()).take() };
     std::mem::forget(old);
+    recycle::unlock_after_fork();
     CURRENT.unlock();
     let _ = CACHED.try_with(|cached| {
         if let Ok(mut cached) = cached.try_borrow_mut() {

@@ -1,10 +1,10 @@
 //! `!async.token`: a completion with no payload.
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{self, Completable, Completion, Outcome};
 use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::recycle;
 use crate::live;
 
 #[repr(C)]
@@ -18,11 +18,12 @@ impl Token {
     /// producing task releases when it completes the token.
     pub(crate) fn create() -> NonNull<Token> {
         live::object_created(Kind::Token);
-        let token = Box::new(Token {
+        let token = recycle::boxed(Token {
             header: Header::new(Kind::Token, 2, Token::free),
             completion: Completion::pending(),
         });
-        NonNull::from(Box::leak(token))
+        // SAFETY: `boxed` never returns null.
+        unsafe { NonNull::new_unchecked(token) }
     }
 
     /// Checks and borrows the token behind an ABI pointer.
@@ -60,11 +61,10 @@ impl Token {
     /// `this` is a token with no reference left, freed once.
     unsafe fn free(this: *mut Header, call: &str) {
         let this = this.cast::<Token>();
-        // SAFETY: we own the token, allocated by `create` (a `Box`).
+        // SAFETY: we own the token, allocated by `create` (`boxed`).
         unsafe {
             (*this).completion.check_no_waiters(call, "token");
-            std::ptr::drop_in_place(this);
-            object::release_memory(this.cast(), Layout::new::<Token>());
+            drop(recycle::unbox(this));
         }
         live::object_freed(Kind::Token);
     }

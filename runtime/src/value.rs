@@ -1,12 +1,13 @@
 //! `!async.value<T>`: a completion plus a payload of `size` bytes, in the
 //! same allocation as its header.
 
-use std::alloc::{self, Layout};
+use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use crate::completion::{self, Completable, Completion, Outcome};
 use crate::misuse::abort_misuse;
 use crate::object::{self, Header, Kind, RuntimeObject};
+use crate::recycle;
 use crate::live;
 
 /// Alignment of the payload: enough for any scalar, vector or memref
@@ -37,12 +38,14 @@ impl Value {
         let Ok(size) = usize::try_from(size) else {
             abort_misuse(call, "negative value storage size")
         };
-        let (layout, _) = Value::layout(size, call);
-        // SAFETY: the layout has a non-zero size (it contains the header).
-        let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<Value>();
-        let Some(ptr) = NonNull::new(raw) else {
+        let (layout, offset) = Value::layout(size, call);
+        let raw = recycle::alloc(layout);
+        let Some(ptr) = NonNull::new(raw.cast::<Value>()) else {
             abort_misuse(call, &format!("cannot allocate {size} bytes of value storage"))
         };
+        // SAFETY: the payload lies inside the block; zeroed as the C++
+        // runtime's storage is.
+        unsafe { raw.add(offset).write_bytes(0, size) };
         // SAFETY: freshly allocated, properly aligned for `Value`.
         unsafe {
             ptr.as_ptr().write(Value {
@@ -103,7 +106,7 @@ impl Value {
         // with the layout it was allocated with.
         unsafe {
             std::ptr::drop_in_place(this);
-            object::release_memory(this.cast(), layout);
+            recycle::free(this.cast(), layout);
         }
         live::object_freed(Kind::Value);
     }
