@@ -19,13 +19,15 @@
 //! knows nothing of what waiters do (resume a coroutine through the
 //! scheduler, count a token in a group, wake a blocked thread).
 
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use crate::misuse::abort_misuse;
 use crate::mutation;
 use crate::object::{Header, RuntimeObject};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::recycle;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// The final state of a token, value or group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,12 +69,14 @@ impl Outcome {
 pub(crate) type FireFn = unsafe fn(*mut Waiter, Outcome);
 
 /// One entry of an object's waiter list. Concrete waiters are
-/// `#[repr(C)]` structs with a `Waiter` first, so the fire function can
-/// cast the node back to its own type.
+/// `#[repr(C)]` structs with a `Waiter` first ([`WaiterNode`]), so the
+/// fire function can cast the node back to its own type.
 #[repr(C)]
 pub(crate) struct Waiter {
     next: Cell<*mut Waiter>,
     fire: FireFn,
+    /// The node lives in its completion's inline room ([`Completion::new_node`]).
+    inline: Cell<bool>,
 }
 
 impl Waiter {
@@ -80,13 +84,28 @@ impl Waiter {
         Waiter {
             next: Cell::new(ptr::null_mut()),
             fire,
+            inline: Cell::new(false),
         }
     }
 }
 
-/// The state word of one token, value or group.
+/// A waiter node type.
+///
+/// # Safety
+/// The type is `#[repr(C)]` and starts with a [`Waiter`].
+pub(crate) unsafe trait WaiterNode {}
+
+/// Bytes of the room for one waiter node inside every completion: the
+/// largest node (a coroutine to resume) fits.
+const INLINE_WORDS: usize = 6;
+
+/// The state word of one token, value or group, and room for its first
+/// waiter: most objects have exactly one (a continuation, or the group
+/// that counts the token), which then needs no allocation.
 pub struct Completion {
     word: AtomicUsize,
+    inline_taken: AtomicBool,
+    inline_room: UnsafeCell<MaybeUninit<[usize; INLINE_WORDS]>>,
 }
 
 // SAFETY: the waiter list is only reached through the atomic word: pushed by
@@ -101,14 +120,41 @@ pub(crate) struct AlreadyComplete;
 
 impl Completion {
     pub(crate) fn pending() -> Completion {
-        Completion {
-            word: AtomicUsize::new(PENDING),
-        }
+        Completion::with_word(PENDING)
     }
 
     pub(crate) fn completed(outcome: Outcome) -> Completion {
+        Completion::with_word(outcome.bits())
+    }
+
+    fn with_word(word: usize) -> Completion {
         Completion {
-            word: AtomicUsize::new(outcome.bits()),
+            word: AtomicUsize::new(word),
+            inline_taken: AtomicBool::new(false),
+            inline_room: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Places a waiter node for this completion: in its inline room the
+    /// first time (the object outlives its waiters' firing: they fire
+    /// during its completion, while the completer holds a reference), in a
+    /// recycled block otherwise. Give it back with [`take_node`].
+    pub(crate) fn new_node<T: WaiterNode>(&self, node: T) -> *mut T {
+        let fits = std::mem::size_of::<T>() <= std::mem::size_of::<[usize; INLINE_WORDS]>()
+            && std::mem::align_of::<T>() <= std::mem::align_of::<usize>();
+        // Relaxed: the swap only decides who may write the room; the node
+        // is published by `add_waiter`'s Release.
+        if fits && !self.inline_taken.swap(true, Ordering::Relaxed) {
+            let room = self.inline_room.get().cast::<T>();
+            // SAFETY: the room is ours alone (the swap), large and aligned
+            // enough for `T`, which starts with a `Waiter`.
+            unsafe {
+                room.write(node);
+                (*room.cast::<Waiter>()).inline.set(true);
+            }
+            room
+        } else {
+            recycle::boxed(node)
         }
     }
 
@@ -197,6 +243,23 @@ impl Completion {
         if Outcome::decode(word).is_none() && word != PENDING {
             abort_misuse(call, &format!("{kind} freed while tasks still await it"));
         }
+    }
+}
+
+/// Takes a node from [`Completion::new_node`] back: its value, and its
+/// block freed unless it is inline.
+///
+/// # Safety
+/// `node` came from `new_node::<T>`, is taken once, and is not used after.
+pub(crate) unsafe fn take_node<T: WaiterNode>(node: *mut T) -> T {
+    // SAFETY: a `WaiterNode` starts with its `Waiter`.
+    if unsafe { (*node.cast::<Waiter>()).inline.get() } {
+        // SAFETY: the inline room holds our `T`; the room stays the
+        // object's.
+        unsafe { node.read() }
+    } else {
+        // SAFETY: a recycled block from `boxed`.
+        unsafe { recycle::unbox(node) }
     }
 }
 

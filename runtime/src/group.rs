@@ -11,7 +11,7 @@
 
 use std::ptr::NonNull;
 
-use crate::completion::{Completion, Outcome, Waiter};
+use crate::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::misuse::abort_misuse;
 use crate::object::{self, Header, Kind, RuntimeObject};
 use crate::recycle;
@@ -42,14 +42,17 @@ struct GroupWaiter {
     group: *const Group,
 }
 
+// SAFETY: `#[repr(C)]` with its `Waiter` first.
+unsafe impl WaiterNode for GroupWaiter {}
+
 impl GroupWaiter {
     /// The waiter's fire function.
     ///
     /// # Safety
-    /// `node` is a `GroupWaiter` made by `recycle::boxed`, fired once.
+    /// `node` is a `GroupWaiter` from `Completion::new_node`, fired once.
     unsafe fn fire(node: *mut Waiter, outcome: Outcome) {
         // SAFETY: per the contract, we own the node now.
-        let node = unsafe { recycle::unbox(node.cast::<GroupWaiter>()) };
+        let node = unsafe { take_node(node.cast::<GroupWaiter>()) };
         // SAFETY: the waiter's reference keeps the group alive until the
         // `drop_ref`, after which we never touch it.
         unsafe {
@@ -129,7 +132,7 @@ impl Group {
             return rank;
         }
         self.header.add_ref(1, call);
-        let node = recycle::boxed(GroupWaiter {
+        let node = token.completion().new_node(GroupWaiter {
             waiter: Waiter::new(GroupWaiter::fire),
             group: this,
         });
@@ -137,7 +140,7 @@ impl Group {
         if let Err(outcome) = unsafe { token.completion().add_waiter(node.cast()) } {
             // The token completed in between: count it here.
             // SAFETY: not linked, so still ours.
-            drop(unsafe { recycle::unbox(node) });
+            drop(unsafe { take_node(node) });
             // SAFETY: we hold the caller's reference and the one just added.
             unsafe {
                 Group::token_completed(this, outcome);

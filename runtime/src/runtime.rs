@@ -20,7 +20,7 @@ use std::cell::{RefCell, UnsafeCell};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::completion::{Completion, Outcome, Waiter};
+use crate::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::config::Config;
 use crate::gate::Gate;
 use crate::misuse::abort_misuse;
@@ -144,14 +144,17 @@ struct ResumeWaiter {
     task: Task,
 }
 
+// SAFETY: `#[repr(C)]` with its `Waiter` first.
+unsafe impl WaiterNode for ResumeWaiter {}
+
 impl ResumeWaiter {
     /// The waiter's fire function.
     ///
     /// # Safety
-    /// `node` is a `ResumeWaiter` made by `recycle::boxed`, fired once.
+    /// `node` is a `ResumeWaiter` from `Completion::new_node`, fired once.
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
         // SAFETY: per the contract, we own the node now.
-        let node = unsafe { recycle::unbox(node.cast::<ResumeWaiter>()) };
+        let node = unsafe { take_node(node.cast::<ResumeWaiter>()) };
         continue_with(node.task);
     }
 }
@@ -162,11 +165,11 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
     if completion.state().is_some() {
         return continue_with(task);
     }
-    let node = recycle::boxed(ResumeWaiter { waiter: Waiter::new(ResumeWaiter::fire), task });
+    let node = completion.new_node(ResumeWaiter { waiter: Waiter::new(ResumeWaiter::fire), task });
     // SAFETY: a fresh node whose fire function takes it back.
     if unsafe { completion.add_waiter(node.cast()) }.is_err() {
         // SAFETY: not linked, so still ours.
-        let node = unsafe { recycle::unbox(node) };
+        let node = unsafe { take_node(node) };
         continue_with(node.task);
     }
 }
