@@ -16,7 +16,7 @@ use crate::misuse::abort_misuse;
 use crate::object::{self, Header, Kind, RuntimeObject};
 use crate::recycle;
 use crate::live;
-use crate::sync::{AtomicI64, Ordering};
+use crate::sync::{AtomicBool, AtomicI64, Ordering};
 use crate::token::Token;
 
 #[repr(C)]
@@ -30,12 +30,18 @@ pub struct Group {
     pending: AtomicI64,
     /// Tokens that completed in error.
     errors: AtomicI64,
+    /// Set by the first `add_token` that leaves a waiter on a pending
+    /// token: the group then holds one reference to itself, released by
+    /// whoever counts the last token. One reference for all pending tokens,
+    /// not one per token: no read-modify-write of the shared count per
+    /// task.
+    holds_self: AtomicBool,
 }
 
 const NOTIFY_CALL: &str = "token completion notifying its group";
 
-/// A token's waiter that counts the token in its group. It holds one
-/// reference to the group, released after counting.
+/// A token's waiter that counts the token in its group. The group is kept
+/// alive by its reference to itself while any token is pending.
 #[repr(C)]
 struct GroupWaiter {
     waiter: Waiter,
@@ -53,12 +59,9 @@ impl GroupWaiter {
     unsafe fn fire(node: *mut Waiter, outcome: Outcome) {
         // SAFETY: per the contract, we own the node now.
         let node = unsafe { take_node(node.cast::<GroupWaiter>()) };
-        // SAFETY: the waiter's reference keeps the group alive until the
-        // `drop_ref`, after which we never touch it.
-        unsafe {
-            Group::token_completed(node.group, outcome);
-            Header::drop_ref(node.group.cast(), 1, NOTIFY_CALL);
-        }
+        // SAFETY: this token is still pending in the group, whose reference
+        // to itself keeps it alive until its count is taken.
+        unsafe { Group::token_completed(node.group, outcome) };
     }
 }
 
@@ -82,6 +85,7 @@ impl Group {
             next_rank: AtomicI64::new(0),
             pending: AtomicI64::new(size),
             errors: AtomicI64::new(0),
+            holds_self: AtomicBool::new(false),
         });
         // SAFETY: `boxed` never returns null.
         unsafe { NonNull::new_unchecked(group) }
@@ -114,7 +118,8 @@ impl Group {
     /// Adds `token` and returns its rank (0, 1, 2, … in call order).
     ///
     /// The group stays alive until the token has been counted, even if the
-    /// caller drops its reference first: the waiter holds one of its own.
+    /// caller drops its reference first: it holds one to itself while any
+    /// token is pending.
     pub(crate) fn add_token(&self, token: &Token, call: &str) -> i64 {
         // Relaxed: ranks only need to be unique; the counting below is
         // ordered by `pending`.
@@ -131,7 +136,13 @@ impl Group {
             unsafe { Group::token_completed(this, outcome) };
             return rank;
         }
-        self.header.add_ref(1, call);
+        // Relaxed: the flag only decides who adds the reference; the last
+        // counter reads it after its Acquire decrement of `pending`, which
+        // follows (through the token's completion, whose waiter list this
+        // add's Release CAS publishes to) every add that set it.
+        if !self.holds_self.swap(true, Ordering::Relaxed) {
+            self.header.add_ref(1, call);
+        }
         let node = token.completion().new_node(GroupWaiter {
             waiter: Waiter::new(GroupWaiter::fire),
             group: this,
@@ -141,19 +152,20 @@ impl Group {
             // The token completed in between: count it here.
             // SAFETY: not linked, so still ours.
             drop(unsafe { take_node(node) });
-            // SAFETY: we hold the caller's reference and the one just added.
-            unsafe {
-                Group::token_completed(this, outcome);
-                Header::drop_ref(this.cast(), 1, call);
-            }
+            // SAFETY: we hold the caller's reference.
+            unsafe { Group::token_completed(this, outcome) };
         }
         rank
     }
 
-    /// Counts one completed token and completes the group after the last.
+    /// Counts one completed token and completes the group after the last,
+    /// then releases the group's reference to itself, if it took one. Does
+    /// not touch the group after counting a token that is not the last:
+    /// the group may be gone by then.
     ///
     /// # Safety
-    /// The caller holds a reference to the group for the whole call.
+    /// The group is alive: the caller holds a reference, or the token is
+    /// pending in it (then the group holds a reference to itself).
     unsafe fn token_completed(this: *const Group, outcome: Outcome) {
         // SAFETY: live, per the contract.
         let group = unsafe { &*this };
@@ -175,6 +187,13 @@ impl Group {
             };
             if group.completion.complete(outcome).is_err() {
                 abort_misuse(NOTIFY_CALL, "group completed twice");
+            }
+            // Relaxed: see `add_token`; the Acquire decrement above
+            // ordered every setter before this load.
+            if group.holds_self.load(Ordering::Relaxed) {
+                // SAFETY: the group's reference to itself, released once
+                // (only the last count gets here); not touched afterwards.
+                unsafe { Header::drop_ref(this.cast(), 1, NOTIFY_CALL) };
             }
         }
     }

@@ -251,3 +251,29 @@ fn continuation_drops_last_reference_during_completion() {
         producer.join().unwrap();
     });
 }
+
+/// Two pending tokens keep a group alive by its one reference to itself
+/// after every caller dropped theirs: the two completions race, the
+/// non-last counter never touches the group after its count (the freed
+/// group is poisoned), and the last one frees it exactly once.
+#[test]
+fn group_kept_alive_only_by_pending_tokens() {
+    model(|| {
+        let group = P(mlirAsyncRuntimeCreateGroup(2) as usize);
+        let a = P(mlirAsyncRuntimeCreateToken() as usize);
+        let b = P(mlirAsyncRuntimeCreateToken() as usize);
+        // SAFETY: live objects; after this block the group lives on its
+        // reference to itself only.
+        unsafe {
+            mlirAsyncRuntimeAddTokenToGroup(a.token(), group.group());
+            mlirAsyncRuntimeAddTokenToGroup(b.token(), group.group());
+            mlirAsyncRuntimeDropRef(group.obj(), 1);
+            mlirAsyncRuntimeDropRef(a.obj(), 1);
+            mlirAsyncRuntimeDropRef(b.obj(), 1);
+        }
+        let ta = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(a.token()) });
+        // SAFETY: the producer's reference.
+        unsafe { mlirAsyncRuntimeSetTokenError(b.token()) };
+        ta.join().unwrap();
+    });
+}
