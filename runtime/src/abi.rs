@@ -35,7 +35,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAddRef(obj: *mut c_void, count: i64) {
     // SAFETY: the caller's reference keeps the object alive; the kind check
     // rejects null and foreign pointers.
     unsafe {
-        Header::kind_of(header, CALL);
+        Header::check_live(header, CALL);
         (*header).add_ref(count, CALL);
     }
 }
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeDropRef(obj: *mut c_void, count: i64) {
     let header = obj.cast::<Header>();
     // SAFETY: as above; `drop_ref` is the caller's last use.
     unsafe {
-        Header::kind_of(header, CALL);
+        Header::check_live(header, CALL);
         Header::drop_ref(header, count, CALL);
     }
 }

@@ -34,10 +34,14 @@ impl Kind {
         }
     }
 
+    #[inline(always)]
     fn from_tag(tag: u32) -> Option<Kind> {
-        [Kind::Token, Kind::Value, Kind::Group]
-            .into_iter()
-            .find(|kind| kind.tag() == tag)
+        match tag {
+            t if t == Kind::Token.tag() => Some(Kind::Token),
+            t if t == Kind::Value.tag() => Some(Kind::Value),
+            t if t == Kind::Group.tag() => Some(Kind::Group),
+            _ => None,
+        }
     }
 
     pub fn name(self) -> &'static str {
@@ -72,23 +76,53 @@ impl Header {
         }
     }
 
-    /// The kind of the object at `ptr`, aborting on a null, freed or
-    /// unrecognised pointer.
+    /// The tag of the object at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is non-null and points to readable memory of at least a header.
+    #[inline(always)]
+    unsafe fn tag_of(ptr: *const Header) -> u32 {
+        // SAFETY: per the contract.
+        // Relaxed: the tag is written once before the object is published
+        // (publication itself synchronises) and only changes at free time.
+        unsafe { (*ptr).tag.load(Ordering::Relaxed) }
+    }
+
+    /// Checks that `ptr` is a live object of any kind, aborting on a null,
+    /// freed or unrecognised pointer.
     ///
     /// # Safety
     /// `ptr` is null or points to readable memory of at least a header.
-    pub(crate) unsafe fn kind_of(ptr: *const Header, call: &str) -> Kind {
+    #[inline(always)]
+    pub(crate) unsafe fn check_live(ptr: *const Header, call: &str) {
+        // SAFETY: non-null, and the caller promises readable memory.
+        if ptr.is_null() || Kind::from_tag(unsafe { Header::tag_of(ptr) }).is_none() {
+            // SAFETY: forwarded contract.
+            unsafe { Header::reject(ptr, None, call) }
+        }
+    }
+
+    /// Reports what is wrong with `ptr`, which is not a live object of the
+    /// kind `expected` (or of any kind, with `None`), and aborts.
+    ///
+    /// # Safety
+    /// As [`Header::check_live`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn reject(ptr: *const Header, expected: Option<Kind>, call: &str) -> ! {
         if ptr.is_null() {
             abort_misuse(call, "null object");
         }
-        // SAFETY: non-null, and the caller promises it points to a header.
-        // Relaxed: the tag is written once before the object is published
-        // (publication itself synchronises) and only changes at free time.
-        let tag = unsafe { (*ptr).tag.load(Ordering::Relaxed) };
-        match Kind::from_tag(tag) {
-            Some(kind) => kind,
-            None if tag == DEAD_TAG => abort_misuse(call, "object used after it was freed"),
-            None => abort_misuse(call, "not a runtime object (bad pointer)"),
+        // SAFETY: non-null, and the caller promises readable memory.
+        let tag = unsafe { Header::tag_of(ptr) };
+        match (Kind::from_tag(tag), expected) {
+            (Some(found), Some(expected)) => abort_misuse(
+                call,
+                &format!("expected a {}, got a {}", expected.name(), found.name()),
+            ),
+            (Some(_), None) => unreachable!("a live object of any kind is not rejected"),
+            (None, _) if tag == DEAD_TAG => abort_misuse(call, "object used after it was freed"),
+            (None, _) => abort_misuse(call, "not a runtime object (bad pointer)"),
         }
     }
 
@@ -162,12 +196,13 @@ pub(crate) trait RuntimeObject {
 /// `ptr` is null or points to readable memory of at least a header; if it
 /// is an object of kind `T`, the caller holds a reference for the borrow's
 /// length.
+#[inline(always)]
 pub(crate) unsafe fn checked<'a, T: RuntimeObject>(ptr: *mut T, call: &str) -> &'a T {
-    // SAFETY: forwarded contract; the kind check rejects null, freed and
-    // foreign pointers.
-    let found = unsafe { Header::kind_of(ptr.cast(), call) };
-    if found != T::KIND {
-        abort_misuse(call, &format!("expected a {}, got a {}", T::KIND.name(), found.name()));
+    let header = ptr.cast::<Header>();
+    // SAFETY: non-null, and the caller promises readable memory.
+    if header.is_null() || unsafe { Header::tag_of(header) } != T::KIND.tag() {
+        // SAFETY: forwarded contract.
+        unsafe { Header::reject(header, Some(T::KIND), call) }
     }
     // SAFETY: checked to be a live `T`, which starts with its header.
     unsafe { &*ptr }
