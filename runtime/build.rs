@@ -1,4 +1,5 @@
-//! Link settings of the shared library.
+//! Builds `csrc/tls.c` (the initial-exec thread-local slots, see
+//! `src/tls.rs`), and sets the link settings of the shared library.
 //!
 //! - `-z nodelete`: a `dlclose` (for example dropping a `libloading::Library`)
 //!   must never unmap code that a worker thread of the pool may still be
@@ -20,6 +21,9 @@ fn link_arg(arg: &str) {
 }
 
 fn main() {
+    println!("cargo:rerun-if-changed=csrc/tls.c");
+    cc::Build::new().file("csrc/tls.c").flag("-fPIC").opt_level(2).compile("mlir_async_runtime_tls");
+
     let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/hot-symbols.txt");
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-changed=build.rs");

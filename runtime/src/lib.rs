@@ -5,6 +5,7 @@
 //!
 //! Foundations:
 //! - [`sync`]: atomics, locks and parking (`std`, or `loom` under `cfg(loom)`).
+//! - [`tls`]: thread-local slots that cost one load (`csrc/tls.c`).
 //! - [`misuse`]: the one-line abort for misuse the ABI cannot report.
 //! - [`mutation`]: test-only switches that bring historic bugs back.
 //! - [`task`]: a coroutine to resume once, and what made it ready.
@@ -41,6 +42,7 @@
 //! - [`abi`]: the exported functions, thin adapters over the rest.
 
 pub(crate) mod sync;
+pub(crate) mod tls;
 pub(crate) mod misuse;
 pub(crate) mod mutation;
 pub(crate) mod task;

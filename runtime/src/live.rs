@@ -10,12 +10,12 @@
 //! negative (it freed objects another thread created); only the sum means
 //! anything. An exiting thread folds its block into `RETIRED`.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::object::Kind;
 use crate::observe;
 use crate::sync::process::{lock, AtomicI64, Mutex, Ordering};
+use crate::tls;
 
 /// Net objects created minus freed, per kind, by one thread.
 #[derive(Default)]
@@ -39,7 +39,7 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        let _ = BLOCK.try_with(|b| b.set(std::ptr::null()));
+        tls::with(|slots| slots.live.set(std::ptr::null()));
         let mut blocks = lock(&BLOCKS);
         for (kind, cell) in self.0 .0.iter().enumerate() {
             // Relaxed: under the lock that readers take too.
@@ -51,16 +51,14 @@ impl Drop for Local {
 
 thread_local! {
     /// This thread's block, registered on first use; it owns the block
-    /// and folds it into `RETIRED` when the thread exits.
+    /// and folds it into `RETIRED` when the thread exits. The counting fast
+    /// path reads it through the `live` slot of `tls` (one load); the slot
+    /// is null until registered, and again once `LOCAL` is gone.
     static LOCAL: Local = Local::register();
-    /// The same block, for the counting fast path: a const-initialised
-    /// thread-local costs one load, with no lazy-initialisation check.
-    /// Null until registered, and again once `LOCAL` is gone.
-    static BLOCK: Cell<*const Block> = const { Cell::new(std::ptr::null()) };
 }
 
 fn count(kind: Kind, delta: i64) {
-    let mut block = BLOCK.with(Cell::get);
+    let mut block = tls::with(|slots| slots.live.get()).cast::<Block>();
     if block.is_null() {
         block = LOCAL.try_with(|local| Arc::as_ptr(&local.0)).unwrap_or(std::ptr::null());
         if block.is_null() {
@@ -70,10 +68,10 @@ fn count(kind: Kind, delta: i64) {
             RETIRED[kind as usize].fetch_add(delta, Ordering::Relaxed);
             return;
         }
-        BLOCK.with(|b| b.set(block));
+        tls::with(|slots| slots.live.set(block.cast()));
     }
     // SAFETY: the block is alive while `LOCAL` owns it, and `LOCAL`'s drop
-    // clears `BLOCK` first.
+    // clears the slot first.
     let cell = unsafe { &(*block).0[kind as usize] };
     // Relaxed load and store: only this thread writes its block. A reader
     // after the runtime went idle sees the final values: the task's end

@@ -30,6 +30,7 @@ use std::cell::Cell;
 use std::ptr;
 
 use crate::sync::process::{AtomicBool, Ordering};
+use crate::tls;
 
 /// The block size of class `c` is `(c + 1) * GRANULE`.
 const GRANULE: usize = 16;
@@ -140,6 +141,7 @@ struct Cache {
 
 impl Drop for Cache {
     fn drop(&mut self) {
+        tls::with(|slots| slots.recycle.set(ptr::null()));
         for (class, list) in self.lists.iter().enumerate() {
             let list = list.replace(FreeList::EMPTY);
             if list.len > 0 {
@@ -150,7 +152,23 @@ impl Drop for Cache {
 }
 
 thread_local! {
+    /// This thread's free lists; the fast paths read them through the
+    /// `recycle` slot of `tls` (one load), null until first use and again
+    /// once the cache is gone.
     static CACHE: Cache = const { Cache { lists: [const { Cell::new(FreeList::EMPTY) }; CLASSES] } };
+}
+
+/// This thread's cache, or `None` once it is gone (thread exit).
+#[inline(always)]
+fn cache<'a>() -> Option<&'a Cache> {
+    let mut cache = tls::with(|slots| slots.recycle.get()).cast::<Cache>();
+    if cache.is_null() {
+        cache = CACHE.try_with(|c| c as *const Cache).ok()?;
+        tls::with(|slots| slots.recycle.set(cache.cast()));
+    }
+    // SAFETY: the cache lives until this thread's exit, and its drop clears
+    // the slot first; the borrow stays on this thread.
+    Some(unsafe { &*cache })
 }
 
 fn class_of(layout: Layout) -> Option<usize> {
@@ -187,7 +205,7 @@ pub(crate) fn alloc(layout: Layout) -> *mut u8 {
         // SAFETY: callers never ask for zero bytes (objects have headers).
         return unsafe { std::alloc::alloc(layout) };
     };
-    let from_cache = CACHE.try_with(|cache| {
+    let from_cache = cache().map(|cache| {
         let cell = &cache.lists[class];
         let mut list = cell.get();
         let block = match list.pop() {
@@ -201,10 +219,10 @@ pub(crate) fn alloc(layout: Layout) -> *mut u8 {
         block
     });
     match from_cache {
-        Ok(block) => block.cast(),
+        Some(block) => block.cast(),
         // This thread's cache is gone (thread exit): take a batch for this
         // one block and give the rest back.
-        Err(_) => {
+        None => {
             let mut list = DEPOTS[class].with(Vec::pop).unwrap_or_else(|| new_slab(class));
             let block = list.pop().expect("a batch is never empty");
             if list.len > 0 {
@@ -226,7 +244,7 @@ pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
         return;
     };
     let block = ptr.cast::<FreeBlock>();
-    let cached = CACHE.try_with(|cache| {
+    let cached = cache().map(|cache| {
         let cell = &cache.lists[class];
         let mut list = cell.get();
         // SAFETY: the caller gives the block up.
@@ -237,7 +255,7 @@ pub(crate) unsafe fn free(ptr: *mut u8, layout: Layout) {
         }
         cell.set(list);
     });
-    if cached.is_err() {
+    if cached.is_none() {
         let mut list = FreeList::EMPTY;
         // SAFETY: as above.
         unsafe { list.push(block) };

@@ -35,6 +35,7 @@ use crate::spares::{Spares, STACK_SIZE};
 use crate::sync::process::{lock, Condvar, Mutex};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::task::{Route, Task};
+use crate::tls;
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -111,7 +112,16 @@ impl Drop for OwnedDeque {
     }
 }
 
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        tls::with(|slots| slots.scheduler.set(std::ptr::null()));
+    }
+}
+
 thread_local! {
+    /// This thread's state; the hot paths read it through the `scheduler`
+    /// slot of `tls` (one load), filled when the thread first drains and
+    /// cleared when the state is gone.
     static STATE: ThreadState = const {
         ThreadState {
             scheduler: Cell::new(std::ptr::null()),
@@ -122,9 +132,32 @@ thread_local! {
     };
 }
 
+/// This thread's state, if it ever drained (so it is a runtime thread).
+#[inline(always)]
+fn state<'a>() -> Option<&'a ThreadState> {
+    let ptr = tls::with(|slots| slots.scheduler.get()).cast::<ThreadState>();
+    // SAFETY: the slot points to this thread's `STATE` while it lives (its
+    // drop clears the slot); the borrow stays on this thread.
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}
+
+/// Calls `f` with this thread's state, registering it in the slot first
+/// if needed. Only drainers call this (the thread lives).
+#[inline(always)]
+fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
+    match state() {
+        Some(state) => f(state),
+        None => STATE.with(|s| {
+            tls::with(|slots| slots.scheduler.set((s as *const ThreadState).cast()));
+            f(s)
+        }),
+    }
+}
+
 /// The scheduler whose task runs on this thread, if any.
+#[inline(always)]
 pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
-    let ptr = STATE.with(|s| s.scheduler.get());
+    let ptr = state()?.scheduler.get();
     // SAFETY: set only while this thread runs the scheduler's drain loop,
     // during which the scheduler is alive.
     (!ptr.is_null()).then(|| unsafe { &*ptr })
@@ -199,7 +232,7 @@ impl Scheduler {
     }
 
     fn is_current(&self) -> bool {
-        std::ptr::eq(STATE.with(|s| s.scheduler.get()), self)
+        std::ptr::eq(with_state(|s| s.scheduler.get()), self)
     }
 
     // ---- queueing -----------------------------------------------------------
@@ -234,8 +267,8 @@ impl Scheduler {
             fuzz::Detour::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
             fuzz::Detour::Usual => {}
         }
-        if let Some(older) = STATE.with(|s| s.next.replace(Some(task))) {
-            STATE.with(|s| match s.deque.borrow().as_ref() {
+        if let Some(older) = with_state(|s| s.next.replace(Some(task))) {
+            with_state(|s| match s.deque.borrow().as_ref() {
                 Some(deque) => deque.worker.push(older),
                 None => unreachable!("a drainer registers its deque first"),
             });
@@ -247,7 +280,7 @@ impl Scheduler {
     /// newest, a batch from the queue, or a batch stolen from another
     /// thread's deque.
     fn next_task(&self) -> Option<(Task, Route)> {
-        STATE.with(|s| {
+        with_state(|s| {
             if let Some(task) = s.next.take() {
                 return Some((task, Route::Slot));
             }
@@ -269,7 +302,7 @@ impl Scheduler {
 
     /// See [`release_local_tasks`].
     fn release_local_tasks(&self) {
-        let (next, mut local) = STATE.with(|s| {
+        let (next, mut local) = with_state(|s| {
             let mut local = Vec::new();
             if let Some(deque) = s.deque.borrow().as_ref() {
                 while let Some(task) = deque.worker.pop() {
@@ -289,7 +322,7 @@ impl Scheduler {
     /// drain: a pool thread in the slot of its rayon index, a spare in a
     /// free one.
     fn ensure_deque(&self, kind: DrainerKind) {
-        STATE.with(|s| {
+        with_state(|s| {
             let mut deque = s.deque.borrow_mut();
             if deque.as_ref().is_some_and(|d| std::ptr::eq(d.owner, self)) {
                 return;
@@ -347,7 +380,7 @@ impl Scheduler {
     /// are none, holding a permit (taken by whoever started this drainer).
     fn run_drainer(&self, kind: DrainerKind) {
         self.ensure_deque(kind);
-        STATE.with(|s| {
+        with_state(|s| {
             s.scheduler.set(self);
             s.holds_permit.set(true);
         });
@@ -357,13 +390,13 @@ impl Scheduler {
                 spins = 0;
                 fuzz::before_task();
                 observe::run_task(task, route);
-                if STATE.with(|s| s.holds_permit.get()) {
+                if with_state(|s| s.holds_permit.get()) {
                     continue;
                 }
                 // The task blocked and gave its permit away: go on only
                 // with a permit, else hand this thread's tasks over.
                 if self.drainers.try_reacquire() {
-                    STATE.with(|s| s.holds_permit.set(true));
+                    with_state(|s| s.holds_permit.set(true));
                     continue;
                 }
                 self.release_local_tasks();
@@ -380,7 +413,7 @@ impl Scheduler {
             }
             break;
         }
-        let holds_permit = STATE.with(|s| {
+        let holds_permit = with_state(|s| {
             s.scheduler.set(std::ptr::null());
             s.holds_permit.replace(false)
         });
@@ -462,7 +495,7 @@ impl<'a> Blocked<'a> {
     pub(crate) fn begin() -> Option<Blocked<'a>> {
         let scheduler = current()?;
         scheduler.release_local_tasks();
-        let holds_permit = STATE.with(|s| s.holds_permit.replace(false));
+        let holds_permit = with_state(|s| s.holds_permit.replace(false));
         let after = scheduler.drainers.block(holds_permit);
         scheduler.after_leave(after);
         Some(Blocked { scheduler, stuck_before: false })

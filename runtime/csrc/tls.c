@@ -1,0 +1,25 @@
+/* Thread-local slots of the runtime, in the initial-exec TLS model.
+ *
+ * Rust's thread_local! in a shared library uses the general-dynamic model:
+ * every access calls __tls_get_addr (about 25 instructions), and the hot
+ * paths touch per-thread state several times per task (8% of fib-spawn's
+ * instructions went there). An initial-exec variable is one load from the
+ * thread pointer. Stable Rust cannot ask for that model, so this file
+ * defines one block of slots and returns its address; src/tls.rs gives the
+ * slots names. The block is small (32 bytes): glibc serves initial-exec
+ * variables of libraries loaded with dlopen from a reserved surplus of the
+ * static TLS area (over 1 KiB by default).
+ */
+#include <stddef.h>
+
+struct mlir_async_runtime_tls {
+    void *slots[4];
+};
+
+static __thread struct mlir_async_runtime_tls tls
+    __attribute__((tls_model("initial-exec")));
+
+__attribute__((visibility("hidden")))
+struct mlir_async_runtime_tls *mlir_async_runtime_tls(void) {
+    return &tls;
+}
