@@ -16,10 +16,13 @@ struct mlir_async_runtime_tls {
     void *slots[4];
 };
 
-static __thread struct mlir_async_runtime_tls tls
-    __attribute__((tls_model("initial-exec")));
+/* Hidden, not static: on x86-64, src/tls.rs reads its address inline
+ * (thread pointer + the GOTTPOFF offset) instead of calling the function
+ * below, which other architectures use. */
+__attribute__((visibility("hidden"), tls_model("initial-exec")))
+__thread struct mlir_async_runtime_tls mlir_async_runtime_tls_block;
 
 __attribute__((visibility("hidden")))
 struct mlir_async_runtime_tls *mlir_async_runtime_tls(void) {
-    return &tls;
+    return &mlir_async_runtime_tls_block;
 }

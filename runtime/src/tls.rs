@@ -20,15 +20,46 @@ pub(crate) struct Slots {
     _spare: Cell<*const ()>,
 }
 
+#[cfg(not(target_arch = "x86_64"))]
 extern "C" {
     fn mlir_async_runtime_tls() -> *const Slots;
+}
+
+/// This thread's block.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn block() -> *const Slots {
+    // SAFETY: the C function has no preconditions.
+    unsafe { mlir_async_runtime_tls() }
+}
+
+/// This thread's block: the thread pointer (`fs:[0]`, the TCB's pointer to
+/// itself) plus the variable's offset in the static TLS area, which the
+/// loader writes into a GOT entry (the initial-exec sequence a C compiler
+/// emits for it), instead of a call.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn block() -> *const Slots {
+    let block: *const Slots;
+    // SAFETY: reads the GOT entry of `mlir_async_runtime_tls_block` (an
+    // initial-exec TLS variable of this library, csrc/tls.c) and the
+    // thread pointer; writes only the output register and the flags.
+    unsafe {
+        std::arch::asm!(
+            "mov {block}, qword ptr [rip + mlir_async_runtime_tls_block@GOTTPOFF]",
+            "add {block}, qword ptr fs:[0]",
+            block = out(reg) block,
+            options(pure, readonly, nostack),
+        );
+    }
+    block
 }
 
 /// Calls `f` with this thread's slots.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&Slots) -> R) -> R {
-    // SAFETY: the C function returns this thread's block, which lives as
-    // long as the thread; the borrow does not leave `f`, so it never
-    // outlives the thread or crosses to another one.
-    f(unsafe { &*mlir_async_runtime_tls() })
+    // SAFETY: `block` is this thread's block, which lives as long as the
+    // thread; the borrow does not leave `f`, so it never outlives the
+    // thread or crosses to another one.
+    f(unsafe { &*block() })
 }
