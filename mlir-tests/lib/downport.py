@@ -8,7 +8,12 @@ version does not have at all raises Unsupported with the reason, and the
 compat matrix shows it.
 
 Rules, by the first version that no longer needs them:
-  MLIR < 16  async.func / async.call do not exist: unsupported. Using the
+  MLIR < 18  `llvm.mlir.zero` is `llvm.mlir.null`.
+  MLIR < 17  LLVM dialect pointers are typed: an opaque `!llvm.ptr` is
+             `!llvm.ptr<i8>` (what async tokens and values lower to there).
+  MLIR < 16  memref.extract_aligned_pointer_as_index does not exist:
+             unsupported.
+             async.func / async.call do not exist: unsupported. Using the
              rank that async.add_to_group returns: unsupported (the
              async-to-LLVM lowering of MLIR 14 and 15 fails on it).
   MLIR < 18  `vector.print str "..."` (string printing) and
@@ -24,7 +29,8 @@ Rules, by the first version that no longer needs them:
              `func`, func.call `call`, cf.assert / cf.br / cf.cond_br
              `assert` / `br` / `cond_br`, arith.select `select`; linalg.fill
              takes `(%value, %memref) : T, M` instead of ins(...) outs(...);
-             the runner utils' printMemrefI64 is print_memref_i64 (and so on).
+             the runner utils' printMemrefI64 is print_memref_i64 (and so on);
+             func.constant is `constant`.
 Command line (for a look at a rewrite; mlir-tests/downport.test uses it):
   downport.py --mlir-version N FILE   prints FILE for MLIR N, or
                                       `unsupported: <reason>` and exits 1
@@ -48,6 +54,7 @@ STD_RENAMES = [  # MLIR 14: (pattern, replacement), applied in order
     (re.compile(r'\bfunc\.func\b'), 'func'),
     (re.compile(r'\bfunc\.call\b'), 'call'),
     (re.compile(r'\bfunc\.return\b'), 'return'),
+    (re.compile(r'\bfunc\.constant\b'), 'constant'),
     (re.compile(r'\bcf\.(assert|br|cond_br|switch)\b'), r'\1'),
     (re.compile(r'\barith\.select\b'), 'select'),
     (re.compile(r'\blinalg\.fill\s+ins\((%[\w.$-]+)\s*:\s*([^)]+?)\s*\)\s*'
@@ -146,6 +153,8 @@ def downport(text, version):
         raise Unsupported('uses the rank async.add_to_group returns, which '
                           'convert-async-to-llvm before MLIR 16 fails to lower '
                           '("failed to materialize conversion")')
+    if version < 16 and re.search(r'\bmemref\.extract_aligned_pointer_as_index\b', code):
+        raise Unsupported('memref.extract_aligned_pointer_as_index first appears in MLIR 16')
     if re.search(r'\bscf\.reduce\s*\(', code):
         raise Unsupported('scf.parallel reductions have another syntax before MLIR 18')
     used = set()
@@ -168,6 +177,10 @@ def downport(text, version):
                 and not line.lstrip().startswith('//'):
             raise Unsupported('line %d: vector.print form has no rewrite: %s'
                               % (lineno, line.strip()))
+        if not line.lstrip().startswith('//'):
+            line = re.sub(r'\bllvm\.mlir\.zero\b', 'llvm.mlir.null', line)
+            if version < 17:
+                line = re.sub(r'!llvm\.ptr(?!<)', '!llvm.ptr<i8>', line)
         if version < 15 and not line.lstrip().startswith('//'):
             for pat, rep in STD_RENAMES:
                 line = pat.sub(rep, line)
