@@ -3,8 +3,11 @@
 // issue 9 the child hung on its first Execute + Await, and its destroy
 // panicked with a Rust backtrace. Now a fork handler forgets the parent's
 // instance in the child, whose first call starts a fresh one. The parent
-// forks while one of its tasks is still running, and goes on using its
-// runtime after the child exited.
+// forks after its runtime ran tasks (its workers exist, idle), and goes on
+// using its runtime after the child exited. (runtime/tests/blocking.rs also
+// forks while a task is running; here that task's token would stay alive
+// in the child, whose destroy would rightly report it, and the stress runs
+// count any such report as a leak.)
 //
 // UNSUPPORTED: cxx-runtime
 // (The C++ runtime's pool threads do not exist in the child either: its
@@ -13,10 +16,7 @@
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=1 %run_async | FileCheck %s
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 %run_async | FileCheck %s
 
-// The child flushes stdout before each destroy and before it exits. The
-// parent's task in flight at the fork does not exist in the child, so its
-// token never completes there: the child's destroy hooks report it on
-// stderr ("still alive: 1 token(s)"), which is not checked here.
+// The child flushes stdout before each destroy and before it exits.
 // CHECK: parent before fork: 42
 // CHECK-NEXT: child: 100 tasks ran, sum 10100
 // CHECK-NEXT: child after its destroy: 2
@@ -27,7 +27,6 @@ func.func private @fork() -> i32
 func.func private @waitpid(i32, !llvm.ptr, i32) -> i32
 func.func private @_exit(i32)
 func.func private @fflush(!llvm.ptr) -> i32
-func.func private @usleep(i32) -> i32
 func.func private @__mlir_execution_engine_destroy()
 
 // Runs one task that doubles `x`, and awaits it.
@@ -80,12 +79,6 @@ func.func @main() {
   %before = func.call @double_in_a_task(%x) : (i64) -> i64
   vector.print str "parent before fork: "
   vector.print %before : i64
-  // A task that is still running when the process forks.
-  %busy = async.execute {
-    %us = arith.constant 20000 : i32
-    %slept = func.call @usleep(%us) : (i32) -> i32
-    async.yield
-  }
   func.call @flush() : () -> ()
   %pid = func.call @fork() : () -> i32
   %zero = arith.constant 0 : i32
@@ -106,6 +99,5 @@ func.func @main() {
   %after = func.call @double_in_a_task(%x) : (i64) -> i64
   vector.print str "parent after fork: "
   vector.print %after : i64
-  async.await %busy : !async.token
   return
 }
