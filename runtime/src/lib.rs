@@ -10,6 +10,8 @@
 //! - [`token`], [`value`], [`group`]: the three object kinds.
 //! - [`scheduler`]: the runtime instance that owns the rayon pool, task
 //!   spawning, in-flight accounting and teardown.
+//! - [`exit`]: the teardown at process exit when nobody called the
+//!   destroy hook (ahead-of-time compiled programs).
 //! - [`stats`]: live-object counters read by tools (leak checks).
 //! - [`observe`]: the switch and hooks of observability, off by default:
 //!   the task trace ([`trace`], `MLIR_ASYNC_RUNTIME_TRACE`) and the
@@ -22,6 +24,7 @@
 pub mod abi;
 pub mod completion;
 pub mod counters;
+mod exit;
 pub mod fuzz;
 pub mod group;
 pub mod misuse;

@@ -142,6 +142,7 @@ impl Instance {
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start pool: {e}")));
         observe::instance_started();
+        crate::exit::instance_started();
         Instance { pool, workers }
     }
 }
@@ -306,6 +307,17 @@ pub fn num_workers() -> usize {
         return rayon::current_num_threads();
     }
     with_instance(|instance| instance.pool.current_num_threads())
+}
+
+/// The teardown at process exit without the destroy hook
+/// ([`crate::exit`]): [`destroy`] when an instance is running, except on a
+/// worker (a task that calls `exit` can never finish, so draining would
+/// hang).
+pub(crate) fn teardown_at_exit() {
+    let running = RUNTIME.read().map_or(true, |slot| slot.is_some());
+    if running && !on_worker_thread() {
+        destroy();
+    }
 }
 
 /// Tears the current instance down, if there is one: waits for every task
