@@ -51,6 +51,8 @@ FILECHECK=$llvm/bin/FileCheck
 # rpath to our library comes first for the same reason.
 UTILS=("$llvm/lib/libmlir_c_runner_utils.so" "$llvm/lib/libmlir_runner_utils.so" "-Wl,-rpath,$llvm/lib" -lm)
 mkdir -p "$out"
+# No executable of an earlier run may stand in for one that fails to build.
+rm -f "$out"/*.shared "$out"/*.static "$out"/*.o "$out"/*.bc
 passed=0 failed=0
 
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
@@ -66,6 +68,13 @@ check() {
   local name=$1 log="$out/$1.log"
   shift
   if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$*" "$log"; fi
+}
+
+# counted_once FILE: the counters table was printed exactly once.
+counted_once() { [ "$(grep -c 'counters since process start' "$1")" -eq 1 ]; }
+# trace_tasks FILE N: the trace file is JSON with N task events.
+trace_tasks() {
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; n=sum(1 for x in e if x.get("cat")=="task"); sys.exit(0 if n==int(sys.argv[2]) else "%d task events" % n)' "$1" "$2"
 }
 
 # ---- 1. pkg-config ----------------------------------------------------------
@@ -171,6 +180,29 @@ while IFS=$'\t' read -r -a row; do
   done
 done <"$manifest"
 
+# A compiled program that never calls the destroy hook still writes its
+# trace and counters at exit, with its main thread's waits.
+traced_program() {
+  local exe=$1 trace=$out/traced.json
+  rm -f "$trace"
+  MLIR_ASYNC_RUNTIME_TRACE=$trace MLIR_ASYNC_RUNTIME_STATS=1 timeout 120 "$exe" </dev/null >/dev/null 2>"$out/traced.err" &&
+    counted_once "$out/traced.err" &&
+    python3 - "$trace" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+tasks = [e for e in events if e.get("cat") == "task"]
+waits = [e for e in events if e.get("cat") == "wait"]
+assert tasks, "no task events"
+assert all(names.get(e["tid"], "").startswith("mlir-async-") for e in tasks), "a task outside the pool"
+assert waits and all(names.get(e["tid"]) == "main" for e in waits), \
+    "the waits are not all the main thread's: %s" % sorted({names.get(e["tid"]) for e in waits})
+PY
+}
+if [ -x "$out/parallel-for-1d.1.shared" ]; then
+  check trace-of-a-compiled-program-written-at-exit traced_program "$out/parallel-for-1d.1.shared"
+fi
+
 # The shared executables load our library from PREFIX, not the C++ one of
 # the same file name in $llvm/lib; the static ones load none.
 some=$(ls "$out"/*.shared 2>/dev/null | head -1)
@@ -191,12 +223,6 @@ exit_case() {
   status=$?
   [ $status -eq "$want" ] || { echo "exit status $status, expected $want"; cat "$base.err"; return 1; }
   "$FILECHECK" "$exit_c" --check-prefix="$(echo "$mode" | tr a-z- A-Z-)" --input-file "$base.out"
-}
-# counted_once FILE: the counters table was printed exactly once.
-counted_once() { [ "$(grep -c 'counters since process start' "$1")" -eq 1 ]; }
-# trace_tasks FILE N: the trace file is JSON with N task events.
-trace_tasks() {
-  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; n=sum(1 for x in e if x.get("cat")=="task"); sys.exit(0 if n==int(sys.argv[2]) else "%d task events" % n)' "$1" "$2"
 }
 queued_observed() {
   local trace=$out/exit-queued.$link.json
