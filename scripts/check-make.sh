@@ -10,7 +10,10 @@
 #     it (pip, apt-get, curl, wget, cargo fetch, setup.sh, ...), cargo runs
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
-#     installs what it should.
+#     installs what it should;
+#  4. make run's loop (scripts/run-corpus.sh) skips programs UNSUPPORTED on
+#     the runtime under test, and those that REQUIRE another, and lets XFAIL
+#     ones fail.
 # Prints one line per check, then "check-make: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -110,6 +113,37 @@ if unshare -n true 2>/dev/null; then
   rm -f "$stage.log"
 else
   echo "SKIP make install without a network: unshare -n is not permitted here"
+fi
+
+# ---- 4. make run honours the manifest's markers ----------------------------------
+# scripts/run-corpus.sh with a stand-in harness that logs the programs it is
+# started on and fails on the one named "fails".
+fake=$stage/fake-harness
+printf '#!/bin/sh\necho "$1" >>%s/started\ncase "$1" in *fails.ll) exit 1;; esac\n' "$stage" >"$fake"
+chmod +x "$fake"
+touch "$stage/runtime.so"
+{
+  printf '#name\tll\tcheck_file\tcheck_prefix\tentry\tentry_result\tenv\trequires\txfail\tunsupported\tsource\n'
+  printf 'plain\tplain.ll\tc\t-\tmain\tvoid\t-\t-\t-\t-\ts\n'
+  printf 'hangs\thangs.ll\tc\t-\tmain\tvoid\t-\t-\t-\tcxx-runtime\ts\n'
+  printf 'ours\tours.ll\tc\t-\tmain\tvoid\t-\trust-runtime\t-\t-\ts\n'
+  printf 'fails\tfails.ll\tc\t-\tmain\tvoid\t-\t-\tcxx-runtime\t-\ts\n'
+} >"$stage/manifest.tsv"
+run_log=$(bash scripts/run-corpus.sh --harness "$fake" --runtime "$stage/runtime.so" --kind cxx "$stage/manifest.tsv" 2>&1)
+status=$?
+if [ $status -eq 0 ] && [ "$(sort "$stage/started" | tr '\n' ' ')" = "fails.ll plain.ll " ] \
+   && echo "$run_log" | grep -q '^hangs: skipped (unsupported on cxx-runtime)$' \
+   && echo "$run_log" | grep -q '^jit-harness: 1 passed, 0 failed, 1 expected failures, 2 skipped$'; then
+  pass "make run (cxx-runtime) never starts an UNSUPPORTED program, skips REQUIRES, allows XFAIL"
+else
+  fail "scripts/run-corpus.sh --kind cxx (status $status, started: $(tr '\n' ' ' <"$stage/started" 2>/dev/null)):" "$run_log"
+fi
+rm -f "$stage/started"
+run_log=$(bash scripts/run-corpus.sh --harness "$fake" --runtime "$stage/runtime.so" --kind rust "$stage/manifest.tsv" 2>&1)
+if [ $? -ne 0 ] && [ "$(sort "$stage/started" | tr '\n' ' ')" = "fails.ll hangs.ll ours.ll plain.ll " ]; then
+  pass "make run (rust-runtime) runs the others and fails on an unexpected failure"
+else
+  fail "scripts/run-corpus.sh --kind rust:" "$run_log"
 fi
 
 echo "check-make: $passed passed, $failed failed"
