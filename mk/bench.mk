@@ -1,14 +1,18 @@
-# Macro-benchmarks: our async runtime against MLIR's C++ one and against the
-# single-thread floor runtime (bench/floor), under mlir-cpu-runner (and
-# jit-harness). See bench/README.md.
-# Variables from the top Makefile: LLVM_BIN, RUNTIME_SO, CXX_RUNTIME, HARNESS, LIT.
+# Benchmarks, see bench/README.md: our async runtime against MLIR's C++ one
+# and against the single-thread floor runtime (bench/floor), under
+# mlir-cpu-runner and jit-harness; per-task callgrind costs with a budget;
+# criterion per-operation costs; the harness's checked runs per second.
+# Variables from the top Makefile: CARGO, PYTHON, LIT, LLVM_BIN, RUNTIME_SO,
+# CXX_RUNTIME, HARNESS, CORPUS_DIR.
 #   make bench                          all workloads, 11 interleaved runs each
 #   make bench BENCH_RUNS=21 BENCH_ARGS="--only fib-spawn"
 #   make floor                          target/floor/libmlir_async_floor.so
 #   make lit-floor                      the lit corpus against the floor
-BENCH_RUNS   ?= 11
-BENCH_ARGS   ?=
-BENCH_PYTHON ?= python3
+#   make bench-micro                    criterion per-operation costs
+#   make bench-harness BENCH_HARNESS_N=1000
+BENCH_RUNS      ?= 11
+BENCH_ARGS      ?=
+BENCH_HARNESS_N ?= 1000
 
 # The floor runtime: one C file, built with the system C compiler (the one
 # cargo links with).
@@ -16,8 +20,8 @@ FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 FLOOR_SRC    := bench/floor/floor.c
 FLOOR_CFLAGS ?= -std=c11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror
 
-.PHONY: bench floor lit-floor
-floor: $(FLOOR_SO)
+.PHONY: bench floor lit-floor bench-micro bench-harness
+floor: $(FLOOR_SO) ## builds the single-thread floor runtime (bench/floor), the yardstick of make bench
 
 $(FLOOR_SO): $(FLOOR_SRC) mk/bench.mk
 	@mkdir -p $(dir $@)
@@ -26,13 +30,22 @@ $(FLOOR_SO): $(FLOOR_SRC) mk/bench.mk
 # Every corpus program a single-thread runtime can run must pass on the
 # floor (feature floor-runtime: tests of our MLIR_ASYNC_RUNTIME_WORKERS,
 # REQUIRES: rust-runtime, are skipped).
-lit-floor: setup $(FLOOR_SO)
+lit-floor: toolchain-lit $(FLOOR_SO) ## the lit corpus against the floor runtime (make test)
 	$(LIT) -sv mlir-tests --param runtime=$(FLOOR_SO) --param runtime_kind=floor
 
-bench: build $(FLOOR_SO)
-	$(BENCH_PYTHON) scripts/bench.py --runs $(BENCH_RUNS) \
+bench: build $(FLOOR_SO) ## macro-benchmarks: ours, the C++ runtime and the floor, interleaved; table and target/bench/ratios.svg
+	$(PYTHON) scripts/bench.py --runs $(BENCH_RUNS) \
 	  --runtime $(RUNTIME_SO) --cxx $(CXX_RUNTIME) --floor $(FLOOR_SO) \
 	  --harness $(HARNESS) --llvm-bin $(LLVM_BIN) --out $(CURDIR)/target/bench $(BENCH_ARGS)
+
+# Per-operation costs (criterion) against a raw rayon::spawn floor.
+bench-micro: toolchain ## criterion per-operation costs against a raw rayon::spawn
+	$(CARGO) bench -p mlir_async_runtime --bench operations
+
+# Checked runs per second: the harness against one mlir-cpu-runner per run.
+bench-harness: build corpus ## checked runs per second: jit-harness vs one mlir-cpu-runner per run
+	bash scripts/bench-harness.sh -n $(BENCH_HARNESS_N) --harness $(HARNESS) \
+	  --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) --corpus $(CORPUS_DIR)
 
 # Deterministic per-task costs (callgrind instructions and allocations, one
 # worker, difference of two sizes), scripts/bench_instr.py:
@@ -41,21 +54,21 @@ bench: build $(FLOOR_SO)
 #   make bench-instr-budget    write ours' numbers into the budget (lowers
 #                              only; BENCH_INSTR_ARGS=--allow-raise to raise)
 BENCH_INSTR_ARGS ?=
-BENCH_INSTR = $(BENCH_PYTHON) scripts/bench_instr.py --runtime $(RUNTIME_SO) \
+BENCH_INSTR = $(PYTHON) scripts/bench_instr.py --runtime $(RUNTIME_SO) \
 	--floor $(FLOOR_SO) --cxx $(CXX_RUNTIME) --llvm-bin $(LLVM_BIN) \
 	--out $(CURDIR)/target/bench-instr
 
 .PHONY: bench-instr bench-instr-check bench-instr-budget bench-ci
-bench-instr: build $(FLOOR_SO)
+bench-instr: build $(FLOOR_SO) ## callgrind instructions and allocations per task: ours, the floor, C++
 	$(BENCH_INSTR) $(BENCH_INSTR_ARGS)
 
-bench-instr-check: build $(FLOOR_SO)
-	$(BENCH_PYTHON) -m unittest discover -s scripts -p 'test_bench_instr.py'
+bench-instr-check: build $(FLOOR_SO) ## ours' per-task costs against bench/instr-budget.json, fails 3% above (make test)
+	$(PYTHON) -m unittest discover -s scripts -p 'test_bench_instr.py'
 	$(BENCH_INSTR) --check $(BENCH_INSTR_ARGS)
 
-bench-instr-budget: build $(FLOOR_SO)
+bench-instr-budget: build $(FLOOR_SO) ## writes ours' per-task costs into the budget (lowers only)
 	$(BENCH_INSTR) --write-budget $(BENCH_INSTR_ARGS)
 
 # The benchmark suite's part of make test: the floor runs the corpus, and
 # ours stays within its instruction and allocation budget.
-bench-ci: lit-floor bench-instr-check
+bench-ci: lit-floor bench-instr-check ## the floor's corpus and the instruction budget (make test)

@@ -1,6 +1,6 @@
 # Reliability (issue 4; docs/reliability.md): loom models, stress with
 # schedule fuzzing, sanitizers and mutation tests.
-# Variables from the top Makefile: CARGO, RUNTIME_SO, HARNESS, LLVM_PREFIX.
+# Variables from the top Makefile: CARGO, PYTHON, RUNTIME_SO, HARNESS, LLVM_PREFIX.
 #   make loom-ci        loom models, LOOM_MAX_PREEMPTIONS=2 (part of make test)
 #   make loom           the same models explored deeper (LOOM_MAX_PREEMPTIONS=4)
 #   make stress-ci      every corpus program a few hundred times (part of make test)
@@ -10,7 +10,6 @@
 #   make sanitize       the runtime's tests under ASan and TSan (nightly)
 #   make reliability-ci the three parts of make test, in order
 
-PYTHON               ?= python3
 NIGHTLY              ?= +nightly
 SAN_TARGET           ?= x86_64-unknown-linux-gnu
 LOOM_CI_PREEMPTIONS  ?= 2
@@ -37,33 +36,33 @@ SAN_TESTS = --lib --test groups --test objects --test races --test teardown --te
 
 .PHONY: loom loom-ci stress stress-ci mutations mutations-full sanitize sanitize-asan sanitize-tsan reliability-ci
 
-loom-ci: setup
+loom-ci: toolchain ## loom models, LOOM_MAX_PREEMPTIONS=2 (make test)
 	LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) $(LOOM_CARGO)
 
-loom: setup
+loom: toolchain ## the same loom models explored deeper (LOOM_MAX_PREEMPTIONS=4)
 	LOOM_MAX_PREEMPTIONS=$(LOOM_DEEP_PREEMPTIONS) $(LOOM_CARGO)
 
-stress: build
+stress: build ## 10,000 in-process runs per program, fuzzing off and on, plus 200 processes each
 	$(PYTHON) scripts/stress.py --runs $(STRESS_RUNS) --procs $(STRESS_PROCS) \
 	  --max-seconds $(STRESS_MAX_SECONDS) --min-runs $(STRESS_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress $(STRESS_ARGS)
 
-stress-ci: build
+stress-ci: build ## the reduced stress run (make test)
 	$(PYTHON) scripts/stress.py --runs $(STRESS_CI_RUNS) --procs $(STRESS_CI_PROCS) \
 	  --max-seconds $(STRESS_CI_MAX_SECONDS) --min-runs $(STRESS_CI_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress-ci $(STRESS_ARGS)
 
-mutations: setup
+mutations: toolchain ## each re-injected historic bug is caught (make test)
 	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/mutations.sh
 
-mutations-full: setup
+mutations-full: toolchain ## the same, plus AddressSanitizer on the use after free (nightly)
 	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/mutations.sh --asan
 
-sanitize: sanitize-asan sanitize-tsan
+sanitize: sanitize-asan sanitize-tsan ## the runtime's tests under ASan and TSan (nightly)
 
-sanitize-asan: setup
+sanitize-asan: toolchain ## the runtime's tests under AddressSanitizer (nightly)
 	RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=$(CURDIR)/target/asan \
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
@@ -71,11 +70,11 @@ sanitize-asan: setup
 # Stable std is not built with TSan; -Cunsafe-allow-abi-mismatch links it
 # anyway, and runtime/tsan.supp lists the reports that come from its
 # uninstrumented synchronisation (docs/reliability.md explains each).
-sanitize-tsan: setup
+sanitize-tsan: toolchain ## the runtime's tests under ThreadSanitizer (nightly)
 	RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer --cfg mlir_async_tsan" \
 	  TSAN_OPTIONS="suppressions=$(CURDIR)/runtime/tsan.supp" \
 	  CARGO_TARGET_DIR=$(CURDIR)/target/tsan \
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
 
-reliability-ci: loom-ci mutations stress-ci
+reliability-ci: loom-ci mutations stress-ci ## loom-ci, mutations and stress-ci, in order (make test)

@@ -1,25 +1,23 @@
 # Observability demo: traces of corpus programs on our runtime and their
-# timelines (see README, "What each worker did").
+# timelines (README, docs/observability.md).
 #   make trace-demo  -> target/trace/NAME.json (Chrome trace: Perfetto,
-#                       chrome://tracing), target/trace/NAME.png, and the
-#                       runtime's counters on stderr
+#                       chrome://tracing), target/trace/NAME.svg (labelled
+#                       timeline) and NAME.png (the same, without text), and
+#                       the runtime's counters on stderr
 #   make trace-demo TRACE_PROGRAMS="token-deps"   other corpus programs
-# Variables from the top Makefile: LLVM_PREFIX, HARNESS, RUNTIME_SO, CARGO.
+# Variables from the top Makefile: HARNESS, RUNTIME_SO, RUNNER_UTILS,
+# TRACE_VIEW, CORPUS_DIR.
 
 TRACE_DIR      := $(CURDIR)/target/trace
-TRACE_VIEW     := $(CURDIR)/target/release/trace-view
 TRACE_PROGRAMS ?= fanout-100k parallel-for-1d.1
-TRACE_LIBS     := $(LLVM_PREFIX)/lib/libmlir_c_runner_utils.so,$(LLVM_PREFIX)/lib/libmlir_runner_utils.so
 
-.PHONY: trace-demo trace-build
-trace-build: setup
-	$(CARGO) build --release -p mlir_async_runtime -p jit-harness -p trace-view
+.PHONY: trace-demo
 
-trace-demo: trace-build corpus
+trace-demo: build corpus ## traces of corpus programs (TRACE_PROGRAMS) as SVG and PNG timelines in target/trace
 	@mkdir -p $(TRACE_DIR)
 	@set -e; for p in $(TRACE_PROGRAMS); do \
 	  echo "== $$p"; \
-	  $(HARNESS) $(CURDIR)/target/corpus/$$p.ll --runtime $(RUNTIME_SO) \
-	    --shared-lib $(TRACE_LIBS) --trace $(TRACE_DIR)/$$p.json --stats; \
-	  $(TRACE_VIEW) $(TRACE_DIR)/$$p.json -o $(TRACE_DIR)/$$p.png; \
+	  $(HARNESS) $(CORPUS_DIR)/$$p.ll --runtime $(RUNTIME_SO) \
+	    --shared-lib $(RUNNER_UTILS) --trace $(TRACE_DIR)/$$p.json --stats; \
+	  $(TRACE_VIEW) $(TRACE_DIR)/$$p.json -o $(TRACE_DIR)/$$p.svg -o $(TRACE_DIR)/$$p.png; \
 	done

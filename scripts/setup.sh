@@ -1,37 +1,15 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test this project:
-# LLVM/MLIR 19 (llvm-19-dev, llvm-19-tools for FileCheck, mlir-19-tools,
-# libmlir-19 with the C++ runtime, libmlir-19-dev for its header, lld-19 to
-# link the runtime with its hot code packed together), g++ (jit-harness
-# compiles a C++ shim over LLVM's FileCheck library), valgrind (make
-# bench-instr counts instructions with callgrind), gcc (builds the floor
-# runtime of bench/floor and links bench-instr's programs), `lit`, and
-# `psutil` (without it lit cannot enforce per-test timeouts, and a hang would
-# stall CI instead of failing it).
-# Does nothing when everything is present, so `make` can call it every time.
+# Installs what a fresh Debian 12 machine lacks to build and test this
+# project (the table is scripts/toolchain.sh): Debian packages with apt-get,
+# lit and psutil from PyPI, and the Rust crates of Cargo.lock (cargo
+# fetch). The one step of the build that reaches the network: every other
+# make target runs cargo offline and only checks (scripts/check-toolchain.sh).
+# Does nothing when everything is present, so `make test` calls it every time.
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/toolchain.sh
 
-LLVM_PREFIX=/usr/lib/llvm-19
-APT_PACKAGES=(llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 g++ valgrind gcc)
-
-# One file per package that proves it is installed.
-declare -A PROBE=(
-  [llvm-19-dev]="$LLVM_PREFIX/lib/libLLVM.so"
-  [llvm-19-tools]="$LLVM_PREFIX/bin/FileCheck"
-  [mlir-19-tools]="$LLVM_PREFIX/bin/mlir-cpu-runner"
-  [libmlir-19]="$LLVM_PREFIX/lib/libmlir_async_runtime.so"
-  [libmlir-19-dev]="$LLVM_PREFIX/include/mlir/ExecutionEngine/AsyncRuntime.h"
-  [lld-19]="$LLVM_PREFIX/bin/ld.lld"
-  [g++]="/usr/bin/g++"
-  [valgrind]="/usr/bin/valgrind"
-  [gcc]="/usr/bin/gcc"
-)
-
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  [ -e "${PROBE[$pkg]}" ] || missing+=("$pkg")
-done
-
+mapfile -t missing < <(missing_packages)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""
@@ -41,21 +19,25 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-PY_MISSING=()
-python3 -c 'import lit' >/dev/null 2>&1 || PY_MISSING+=(lit)
-python3 -c 'import psutil' >/dev/null 2>&1 || PY_MISSING+=(psutil)
-if [ "${#PY_MISSING[@]}" -gt 0 ]; then
-  echo "setup: installing ${PY_MISSING[*]} from PyPI" >&2
-  python3 -m pip install --quiet --root-user-action=ignore "${PY_MISSING[@]}"
+mapfile -t py_missing < <(missing_py_modules)
+if [ "${#py_missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${py_missing[*]} from PyPI" >&2
+  python3 -m pip install --quiet --root-user-action=ignore "${py_missing[@]}"
 fi
 if ! command -v lit >/dev/null 2>&1; then
   echo "setup: lit is installed but not on PATH (PATH=$PATH)" >&2
   exit 1
 fi
 
-for pkg in "${APT_PACKAGES[@]}"; do
-  if [ ! -e "${PROBE[$pkg]}" ]; then
-    echo "setup: $pkg is installed but ${PROBE[$pkg]} is missing" >&2
-    exit 1
-  fi
+if ! crates_present; then
+  echo "setup: fetching the Rust crates of Cargo.lock" >&2
+  # Every platform's crates (cfg(loom) ones included), so that any later
+  # build runs offline.
+  CARGO_NET_OFFLINE=false "${CARGO:-cargo}" fetch --quiet
+fi
+
+mapfile -t still < <(missing_packages)
+for pkg in ${still[@]+"${still[@]}"}; do
+  echo "setup: $pkg is installed but ${PROBE[$pkg]} is missing" >&2
 done
+[ "${#still[@]}" -eq 0 ]

@@ -11,6 +11,14 @@
 //!   continuation fired by another thread meanwhile is drained too; once
 //!   the instance is idle, destroy closes the gate, and later callers go to
 //!   a fresh instance. Never lost, never blocked.
+//! - Process exit: a runner calls the destroy hook before it exits; a
+//!   program compiled ahead of time (docs/aot.md) has no runner. The first
+//!   instance registers an `atexit` handler that gives such a process the
+//!   destroy hook's teardown (every task still queued or running runs to
+//!   the end, the workers are joined, the trace and counters are written,
+//!   objects still alive are reported), unless no instance is running or
+//!   `exit` was called from a task (which could never finish). `_exit`, a
+//!   fatal signal or an abort run no handler.
 //! - `fork`: the child of a process whose runtime started has none of the
 //!   runtime's threads. A `pthread_atfork` handler forgets the instance in
 //!   the child (without touching it), so the child's next call starts a
@@ -43,6 +51,11 @@ impl Instance {
         install_fork_handlers();
         let instance = Arc::new(Instance { scheduler: Scheduler::start(Config::from_env()), gate: Gate::new() });
         observe::instance_started();
+        // After observe's own exit handler (registered by the line above
+        // when observation is on): handlers run in reverse order, so the
+        // teardown runs first and the trace and counters are written once,
+        // complete.
+        install_exit_handler();
         instance
     }
 }
@@ -212,7 +225,9 @@ pub(crate) fn destroy(call: &str) {
     // One destroy at a time: a second one waits until the first is done.
     static DESTROYING: Mutex<()> = Mutex::new(());
     let _serial = lock(&DESTROYING);
-    CACHED.with(|cached| cached.borrow_mut().take());
+    // `try_with`: at process exit (`at_exit`), glibc has already destroyed
+    // the main thread's thread-locals.
+    let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
     if let Some(instance) = running_instance() {
         if mutation::DESTROY_NO_DRAIN {
             // Mutation 1 (test-only): upstream's unowned pool. Return
@@ -239,6 +254,33 @@ pub(crate) fn destroy(call: &str) {
     // are final.
     observe::write_results();
     live::report_live_objects("destroy");
+}
+
+// ---- process exit ---------------------------------------------------------------
+
+fn install_exit_handler() {
+    // The loom models never exit the process through here (`cfg!`, not
+    // `#[cfg]`: the handler stays compiled, so nothing goes dead).
+    if cfg!(loom) {
+        return;
+    }
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: registers a plain function with no captured state; the
+        // library is linked -z nodelete (build.rs), so its code is still
+        // mapped at exit even after a dlclose.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            crate::misuse::warn("cannot register the exit handler: tasks still queued at exit are not drained");
+        }
+    });
+}
+
+/// The teardown at process exit, when an instance still runs and `exit`
+/// was not called from one of its tasks.
+extern "C" fn at_exit() {
+    if running_instance().is_some() && !scheduler::on_runtime_thread() {
+        destroy("exit");
+    }
 }
 
 // ---- fork ---------------------------------------------------------------------

@@ -115,6 +115,21 @@ thread_local! {
     static LOCAL: RefCell<Option<(usize, Arc<Chunk>)>> = const { RefCell::new(None) };
 }
 
+/// The calling thread's lane name: its own name, else `main` for the
+/// process's initial thread (std in this library never names it: the
+/// program's main may not be Rust's, and a Rust program's std is another
+/// copy than ours), else `thread N` with N its index in the registry.
+fn thread_name(index: usize) -> String {
+    if let Some(name) = std::thread::current().name() {
+        return name.to_string();
+    }
+    // SAFETY: gettid and getpid have no preconditions.
+    if unsafe { libc::gettid() == libc::getpid() } {
+        return "main".to_string();
+    }
+    format!("thread {index}")
+}
+
 fn record(event: Event) {
     let _ = LOCAL.try_with(|local| {
         let mut local = local.borrow_mut();
@@ -138,9 +153,7 @@ fn record(event: Event) {
         let thread = match local.as_ref() {
             Some((thread, _)) => *thread,
             None => {
-                let name = std::thread::current()
-                    .name()
-                    .map_or_else(|| format!("thread {}", reg.threads.len()), str::to_string);
+                let name = thread_name(reg.threads.len());
                 reg.threads.push(name);
                 reg.threads.len() - 1
             }

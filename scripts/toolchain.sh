@@ -1,0 +1,68 @@
+# The toolchain this project needs, in one table; sourced by setup.sh
+# (which installs what is missing) and check-toolchain.sh (which only
+# reports it). Debian 12 packages:
+#   llvm-19          opt and llc (ahead-of-time compilation, docs/aot.md)
+#   llvm-19-dev      libLLVM for the harness (inkwell)
+#   llvm-19-tools    FileCheck
+#   mlir-19-tools    mlir-opt, mlir-translate, mlir-cpu-runner
+#   libmlir-19       the C++ async runtime, the reference we compare against
+#   libmlir-19-dev   its header and the runner utils libraries
+#   lld-19           links the runtime with its hot code packed together
+#   pkgconf          pkg-config, with which the AOT test links against the
+#                    installed library
+#   g++              jit-harness compiles a C++ shim over LLVM's FileCheck
+#                    library
+#   valgrind         make bench-instr counts instructions with callgrind
+#   gcc              builds the floor runtime of bench/floor, the runtime's
+#                    TLS shim, and bench-instr's programs
+# Python modules (PyPI): lit, and psutil (without it lit cannot enforce
+# per-test timeouts, and a hang would stall CI instead of failing it).
+# Rust crates: every crate of Cargo.lock, in cargo's cache.
+
+LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
+APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc)
+
+# One file per package that proves it is installed.
+declare -A PROBE=(
+  [llvm-19]="$LLVM_PREFIX/bin/opt"
+  [llvm-19-dev]="$LLVM_PREFIX/lib/libLLVM.so"
+  [llvm-19-tools]="$LLVM_PREFIX/bin/FileCheck"
+  [mlir-19-tools]="$LLVM_PREFIX/bin/mlir-cpu-runner"
+  [libmlir-19]="$LLVM_PREFIX/lib/libmlir_async_runtime.so"
+  [libmlir-19-dev]="$LLVM_PREFIX/include/mlir/ExecutionEngine/AsyncRuntime.h"
+  [lld-19]="$LLVM_PREFIX/bin/ld.lld"
+  [pkgconf]="/usr/bin/pkg-config"
+  [g++]="/usr/bin/g++"
+  [valgrind]="/usr/bin/valgrind"
+  [gcc]="/usr/bin/gcc"
+)
+
+PY_MODULES=(lit psutil)
+
+# The Debian packages whose probe file is missing, one per line.
+missing_packages() {
+  local pkg
+  for pkg in "${APT_PACKAGES[@]}"; do
+    [ -e "${PROBE[$pkg]}" ] || echo "$pkg"
+  done
+}
+
+# The Python modules that do not import, one per line.
+missing_py_modules() {
+  local mod
+  for mod in "${PY_MODULES[@]}"; do
+    python3 -c "import $mod" >/dev/null 2>&1 || echo "$mod"
+  done
+}
+
+# Succeeds when every crate of Cargo.lock that a build for this machine
+# needs is in cargo's cache, with and without `--cfg loom` (the loom models
+# have their own dependency). Never touches the network. Run from the
+# repository root.
+crates_present() {
+  local cargo=${CARGO:-cargo} host
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  CARGO_NET_OFFLINE=true "$cargo" fetch --offline --quiet --target "$host" >/dev/null 2>&1 &&
+    RUSTFLAGS="--cfg loom" CARGO_NET_OFFLINE=true \
+      "$cargo" fetch --offline --quiet --target "$host" >/dev/null 2>&1
+}
