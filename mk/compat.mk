@@ -3,28 +3,27 @@
 # against its C++ runtime and ours (scripts/compat.py). Versions other than
 # 19 are fetched once, never installed, into target/compat/N
 # (scripts/compat-fetch.sh); reruns need no network.
-#   make compat          every version of $(PIPELINES) (14 15 16 19 22);
+#   make compat          every version of mlir-tests/lib/pipelines.txt (14 15 16 19 22);
 #                        prints the matrix and, when it covers every version
 #                        and program, writes it into README.md
 #   make compat-ci       MLIR 22 only (part of make test)
 #   make compat COMPAT_VERSIONS=16,22 COMPAT_ARGS="--only values"
-# Variables from the top Makefile: RUNTIME_SO, PIPELINES.
+# Variables from the top Makefile: RUNTIME_SO, PYTHON.
 
-COMPAT_PYTHON   ?= python3
-COMPAT_VERSIONS ?= $(shell $(COMPAT_PYTHON) mlir-tests/lib/pipelines.py --versions | tr ' ' ,)
+COMPAT_VERSIONS ?= $(shell $(PYTHON) mlir-tests/lib/pipelines.py --versions | tr ' ' ,)
 COMPAT_CI_VERSIONS ?= 22
 COMPAT_ARGS     ?=
 comma           := ,
 
 .PHONY: compat compat-ci compat-fetch
-compat: build
-	$(COMPAT_PYTHON) scripts/compat.py --versions $(COMPAT_VERSIONS) \
+compat: build ## the corpus under MLIR 14, 15, 16, 19 and 22, C++ runtime and ours: prints the matrix, writes it into README
+	$(PYTHON) scripts/compat.py --versions $(COMPAT_VERSIONS) \
 	  --runtime $(RUNTIME_SO) --readme README.md $(COMPAT_ARGS)
 
-compat-ci: build
-	$(COMPAT_PYTHON) scripts/compat.py --versions $(COMPAT_CI_VERSIONS) \
+compat-ci: build ## the corpus under MLIR 22's runner, both runtimes (make test)
+	$(PYTHON) scripts/compat.py --versions $(COMPAT_CI_VERSIONS) \
 	  --runtime $(RUNTIME_SO) $(COMPAT_ARGS)
 
 # Only the download (e.g. to prepare a machine that will run offline).
-compat-fetch:
+compat-fetch: ## downloads and unpacks the other MLIR versions into target/compat (no install)
 	bash scripts/compat-fetch.sh $(filter-out 19,$(subst $(comma), ,$(COMPAT_VERSIONS)))

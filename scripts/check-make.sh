@@ -47,7 +47,7 @@ if problems=$(python3 - "${files[@]}" <<'PY'
 import re, sys
 files = sys.argv[1:]
 # Make's own variables and the environment's.
-builtin = {'CURDIR', 'MAKE', 'MAKEFILE_LIST', 'MAKECMDGOALS', 'MAKEFLAGS', 'SHELL', 'HOME', 'PATH'}
+builtin = {'CURDIR', 'MAKE', 'MAKEFILE_LIST', 'MAKECMDGOALS', 'MAKEFLAGS', 'SHELL', 'HOME', 'PATH', 'CC'}  # CC: make's own default C compiler
 DEF = re.compile(r'^([A-Z_][A-Z0-9_]*)\s*(?::=|\?=|\+=|=)', re.M)
 USE = re.compile(r'(?<!\$)\$\(([A-Z_][A-Z0-9_]*)\)')
 defs, uses, declared = {}, {}, {}
