@@ -84,8 +84,6 @@ impl SchedulerRef {
 
 /// What a runtime thread knows of the scheduler whose drainer it runs.
 struct ThreadState {
-    /// The scheduler whose drain loop runs on this thread (null elsewhere).
-    scheduler: Cell<*const Scheduler>,
     /// True while this thread's drainer holds a run permit.
     holds_permit: Cell<bool>,
     /// This thread's next task: a continuation made ready by the task
@@ -114,17 +112,16 @@ impl Drop for OwnedDeque {
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
-        tls::with(|slots| slots.scheduler.set(std::ptr::null()));
+        tls::with(|slots| slots.thread_state.set(std::ptr::null()));
     }
 }
 
 thread_local! {
-    /// This thread's state; the hot paths read it through the `scheduler`
-    /// slot of `tls` (one load), filled when the thread first drains and
+    /// This thread's state; the hot paths read it through the
+    /// `thread_state` slot of `tls` (one load), filled when the thread first drains and
     /// cleared when the state is gone.
     static STATE: ThreadState = const {
         ThreadState {
-            scheduler: Cell::new(std::ptr::null()),
             holds_permit: Cell::new(false),
             next: Cell::new(None),
             deque: RefCell::new(None),
@@ -132,10 +129,10 @@ thread_local! {
     };
 }
 
-/// This thread's state, if it ever drained (so it is a runtime thread).
+/// This thread's state, if it ever drained.
 #[inline(always)]
 fn state<'a>() -> Option<&'a ThreadState> {
-    let ptr = tls::with(|slots| slots.scheduler.get()).cast::<ThreadState>();
+    let ptr = tls::with(|slots| slots.thread_state.get()).cast::<ThreadState>();
     // SAFETY: the slot points to this thread's `STATE` while it lives (its
     // drop clears the slot); the borrow stays on this thread.
     (!ptr.is_null()).then(|| unsafe { &*ptr })
@@ -148,7 +145,7 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
     match state() {
         Some(state) => f(state),
         None => STATE.with(|s| {
-            tls::with(|slots| slots.scheduler.set((s as *const ThreadState).cast()));
+            tls::with(|slots| slots.thread_state.set((s as *const ThreadState).cast()));
             f(s)
         }),
     }
@@ -157,7 +154,7 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
 /// The scheduler whose task runs on this thread, if any.
 #[inline(always)]
 pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
-    let ptr = state()?.scheduler.get();
+    let ptr = tls::with(|slots| slots.draining.get()).cast::<Scheduler>();
     // SAFETY: set only while this thread runs the scheduler's drain loop,
     // during which the scheduler is alive.
     (!ptr.is_null()).then(|| unsafe { &*ptr })
@@ -181,8 +178,8 @@ pub(crate) fn release_local_tasks() {
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
 pub(crate) fn forget_thread_context() {
+    tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
-        s.scheduler.set(std::ptr::null());
         s.holds_permit.set(false);
         std::mem::forget(s.next.take());
         if let Ok(mut deque) = s.deque.try_borrow_mut() {
@@ -232,7 +229,7 @@ impl Scheduler {
     }
 
     fn is_current(&self) -> bool {
-        std::ptr::eq(with_state(|s| s.scheduler.get()), self)
+        std::ptr::eq(tls::with(|slots| slots.draining.get()).cast::<Scheduler>(), self)
     }
 
     // ---- queueing -----------------------------------------------------------
@@ -381,7 +378,7 @@ impl Scheduler {
     fn run_drainer(&self, kind: DrainerKind) {
         self.ensure_deque(kind);
         with_state(|s| {
-            s.scheduler.set(self);
+            tls::with(|slots| slots.draining.set((self as *const Scheduler).cast()));
             s.holds_permit.set(true);
         });
         let mut spins = 0;
@@ -414,7 +411,7 @@ impl Scheduler {
             break;
         }
         let holds_permit = with_state(|s| {
-            s.scheduler.set(std::ptr::null());
+            tls::with(|slots| slots.draining.set(std::ptr::null()));
             s.holds_permit.replace(false)
         });
         let after = self.drainers.leave(kind, holds_permit);

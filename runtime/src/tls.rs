@@ -16,8 +16,13 @@ pub(crate) struct Slots {
     /// This thread's recycling free lists (`recycle.rs`).
     pub(crate) recycle: Cell<*const ()>,
     /// This thread's scheduler state (`scheduler.rs`).
-    pub(crate) scheduler: Cell<*const ()>,
-    _spare: Cell<*const ()>,
+    pub(crate) thread_state: Cell<*const ()>,
+    /// The scheduler whose drain loop runs on this thread, null elsewhere
+    /// (`scheduler.rs`). A plain value, not owned by a thread-local, so it
+    /// stays right while the thread's thread-locals are destroyed: glibc's
+    /// `exit` destroys the calling thread's before it runs the `atexit`
+    /// handlers, which must still tell a runtime thread from another.
+    pub(crate) draining: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]
