@@ -255,6 +255,39 @@ pub extern "C" fn mlirAsyncRuntimePrintCurrentThreadId() {
     thread_id::print_current_thread_id();
 }
 
+// ---- the functions compiled code calls ----------------------------------
+
+/// Every function that compiled code calls, by its upstream name (the 23
+/// `mlirAsyncRuntim*` exports of the C++ runtime): the one list that the
+/// init hooks put into the engine's symbol map and that
+/// `embed::symbols` hands to embedders. `runtime/tests/symbols.rs` checks
+/// it against `nm -D` of this library and of the C++ runtime.
+pub(crate) const EXPORTED: [(&str, *const ()); 23] = [
+    ("mlirAsyncRuntimeAddRef", mlirAsyncRuntimeAddRef as *const ()),
+    ("mlirAsyncRuntimeDropRef", mlirAsyncRuntimeDropRef as *const ()),
+    ("mlirAsyncRuntimeCreateToken", mlirAsyncRuntimeCreateToken as *const ()),
+    ("mlirAsyncRuntimeCreateValue", mlirAsyncRuntimeCreateValue as *const ()),
+    ("mlirAsyncRuntimeCreateGroup", mlirAsyncRuntimeCreateGroup as *const ()),
+    ("mlirAsyncRuntimeAddTokenToGroup", mlirAsyncRuntimeAddTokenToGroup as *const ()),
+    ("mlirAsyncRuntimeEmplaceToken", mlirAsyncRuntimeEmplaceToken as *const ()),
+    ("mlirAsyncRuntimeSetTokenError", mlirAsyncRuntimeSetTokenError as *const ()),
+    ("mlirAsyncRuntimeEmplaceValue", mlirAsyncRuntimeEmplaceValue as *const ()),
+    ("mlirAsyncRuntimeSetValueError", mlirAsyncRuntimeSetValueError as *const ()),
+    ("mlirAsyncRuntimeIsTokenError", mlirAsyncRuntimeIsTokenError as *const ()),
+    ("mlirAsyncRuntimeIsValueError", mlirAsyncRuntimeIsValueError as *const ()),
+    ("mlirAsyncRuntimeIsGroupError", mlirAsyncRuntimeIsGroupError as *const ()),
+    ("mlirAsyncRuntimeGetValueStorage", mlirAsyncRuntimeGetValueStorage as *const ()),
+    ("mlirAsyncRuntimeAwaitToken", mlirAsyncRuntimeAwaitToken as *const ()),
+    ("mlirAsyncRuntimeAwaitValue", mlirAsyncRuntimeAwaitValue as *const ()),
+    ("mlirAsyncRuntimeAwaitAllInGroup", mlirAsyncRuntimeAwaitAllInGroup as *const ()),
+    ("mlirAsyncRuntimeExecute", mlirAsyncRuntimeExecute as *const ()),
+    ("mlirAsyncRuntimeAwaitTokenAndExecute", mlirAsyncRuntimeAwaitTokenAndExecute as *const ()),
+    ("mlirAsyncRuntimeAwaitValueAndExecute", mlirAsyncRuntimeAwaitValueAndExecute as *const ()),
+    ("mlirAsyncRuntimeAwaitAllInGroupAndExecute", mlirAsyncRuntimeAwaitAllInGroupAndExecute as *const ()),
+    ("mlirAsyncRuntimGetNumWorkerThreads", mlirAsyncRuntimGetNumWorkerThreads as *const ()),
+    ("mlirAsyncRuntimePrintCurrentThreadId", mlirAsyncRuntimePrintCurrentThreadId as *const ()),
+];
+
 // ---- runner hooks ---------------------------------------------------------
 //
 // `init` receives a C++ `llvm::StringMap<void *>&` that the C++ runtime

@@ -1,4 +1,6 @@
-//! A drop-in replacement for MLIR 19's C++ async runtime.
+//! A drop-in replacement for MLIR 19's C++ async runtime, and the same
+//! runtime as a Rust library for programs that JIT-compile MLIR
+//! themselves (see "The Rust API" below, and `examples/melior-client`).
 //!
 //! The modules form a stack: each imports only from those listed before it
 //! (`../shared/tools/import-cycles.py runtime/src` checks there is no cycle).
@@ -23,6 +25,8 @@
 //! - [`completion`]: the state word and waiter list of every object; a
 //!   waiter carries its own fire function.
 //! - [`token`], [`value`], [`group`]: the three object kinds.
+//! - [`future_waiter`]: a waiter that wakes a Rust `Waker`, shared by the
+//!   completion and the future until both are done with it.
 //!
 //! Execution:
 //! - [`config`]: workers and the thread cap, from the environment.
@@ -40,6 +44,28 @@
 //! - [`introspection`]: what tools read (live objects, tasks in flight).
 //! - [`thread_id`]: `mlirAsyncRuntimePrintCurrentThreadId`.
 //! - [`abi`]: the exported functions, thin adapters over the rest.
+//!
+//! The Rust API, for embedders:
+//! - [`handles`]: [`AsyncToken`], [`AsyncValue`], [`AsyncGroup`]: one
+//!   reference each to an object compiled code returned; blocking waits,
+//!   payload reads, and `impl Future`.
+//! - [`embed`]: [`Runtime`] and [`RuntimeGuard`] (start, shutdown with the
+//!   destroy hook's semantics), and [`symbols()`] to register in an engine.
+//!
+//! ```
+//! use mlir_async_runtime::{abi, AsyncToken, Runtime};
+//!
+//! let runtime = Runtime::start().guard();
+//! // Compiled code would return this token from `async.execute`.
+//! let raw = abi::mlirAsyncRuntimeCreateToken();
+//! // SAFETY: a live token, and one reference for us.
+//! let token = unsafe { AsyncToken::from_raw(raw.cast()) };
+//! // SAFETY: the producer completes it and drops its reference.
+//! unsafe { abi::mlirAsyncRuntimeEmplaceToken(raw) };
+//! assert_eq!(token.wait(), Ok(()));
+//! drop(token);
+//! runtime.shutdown().unwrap();
+//! ```
 
 pub(crate) mod sync;
 pub(crate) mod tls;
@@ -59,6 +85,7 @@ pub(crate) mod completion;
 pub(crate) mod token;
 pub(crate) mod value;
 pub(crate) mod group;
+pub(crate) mod future_waiter;
 
 pub(crate) mod config;
 pub(crate) mod drainers;
@@ -73,8 +100,13 @@ pub mod introspection;
 pub(crate) mod thread_id;
 pub mod abi;
 
+pub mod handles;
+pub mod embed;
+
 // What the tests and benches name besides the ABI functions.
 pub use completion::{Completion, Outcome};
+pub use embed::{symbols, Leaks, Runtime, RuntimeGuard, ShutdownError};
+pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue};
 pub use config::DEFAULT_MAX_THREADS;
 pub use group::Group;
 pub use introspection::{stats, RuntimeStats};

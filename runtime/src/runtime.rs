@@ -201,6 +201,17 @@ fn running_instance() -> Option<Arc<Instance>> {
     CURRENT.with(|slot| slot.clone())
 }
 
+/// Starts the current instance if none runs (what the first task would
+/// do); its worker count.
+pub(crate) fn start() -> usize {
+    current_instance().scheduler.config().workers
+}
+
+/// True while an instance runs (between its start and the destroy hook).
+pub(crate) fn is_running() -> bool {
+    running_instance().is_some()
+}
+
 /// Blocks until the current instance has no task queued or running, or
 /// `timeout` passed; true when idle. Never starts an instance.
 pub(crate) fn wait_idle(timeout: Option<Duration>) -> bool {

@@ -45,3 +45,27 @@ pub(crate) mod thread {
         park();
     }
 }
+
+/// A cell whose contents are reached through a raw pointer, as
+/// `std::cell::UnsafeCell`, with loom's access checks under `cfg(loom)`:
+/// there, two accesses that are not ordered by the model's atomics fail
+/// the model (a data race on the contents).
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a pointer to the contents; the caller of `f`'s
+    /// dereference guarantees exclusive access (loom's signature).
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}

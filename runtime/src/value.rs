@@ -75,6 +75,11 @@ impl Value {
         self.header.ref_count()
     }
 
+    /// The payload's size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
     /// The payload's address. The producer writes it before emplacing; the
     /// consumer reads it after awaiting (the completion orders the two).
     pub fn storage(&self) -> *mut u8 {
