@@ -15,12 +15,17 @@
 #   valgrind         make bench-instr counts instructions with callgrind
 #   gcc              builds the floor runtime of bench/floor, the runtime's
 #                    TLS shim, and bench-instr's programs
+#   libclang1-19, libclang-common-19-dev, libpolly-19-dev, libzstd-dev
+#                    melior (examples/melior-client): bindgen's libclang and
+#                    its stddef.h for mlir-sys; llvm-config --link-static
+#                    lists Polly; -lzstd
 # Python modules (PyPI): lit, and psutil (without it lit cannot enforce
 # per-test timeouts, and a hang would stall CI instead of failing it).
 # Rust crates: every crate of Cargo.lock, in cargo's cache.
 
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
-APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc)
+APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc
+              libclang1-19 libclang-common-19-dev libpolly-19-dev libzstd-dev)
 
 # One file per package that proves it is installed.
 declare -A PROBE=(
@@ -35,6 +40,10 @@ declare -A PROBE=(
   [g++]="/usr/bin/g++"
   [valgrind]="/usr/bin/valgrind"
   [gcc]="/usr/bin/gcc"
+  [libclang1-19]="$LLVM_PREFIX/lib/libclang-19.so.1"
+  [libclang-common-19-dev]="$LLVM_PREFIX/lib/clang/19/include/stddef.h"
+  [libpolly-19-dev]="$LLVM_PREFIX/lib/libPolly.a"
+  [libzstd-dev]="/usr/include/zstd.h"
 )
 
 PY_MODULES=(lit psutil)
