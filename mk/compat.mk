@@ -7,6 +7,11 @@
 #                        prints the matrix and, when it covers every version
 #                        and program, writes it into README.md
 #   make compat-ci       MLIR 22 only (part of make test)
+# Both also check, per version, that the engine binds a program to the
+# runtime whose init hook filled its symbol map, with the C++ runtime and
+# ours in one engine in both orders, and (MLIR 17+) in two engines of one
+# process (scripts/symbol-binding.py, docs/symbol-binding.md; compat-ci
+# fetches MLIR 22's headers once for the latter: compat-fetch.sh --dev).
 #   make compat COMPAT_VERSIONS=16,22 COMPAT_ARGS="--only values"
 # Variables from the top Makefile: RUNTIME_SO, PYTHON.
 
@@ -19,10 +24,12 @@ comma           := ,
 compat: build ## the corpus under MLIR 14, 15, 16, 19 and 22, C++ runtime and ours: prints the matrix, writes it into README
 	$(PYTHON) scripts/compat.py --versions $(COMPAT_VERSIONS) \
 	  --runtime $(RUNTIME_SO) --readme README.md $(COMPAT_ARGS)
+	$(PYTHON) scripts/symbol-binding.py --versions $(COMPAT_VERSIONS) --runtime $(RUNTIME_SO)
 
 compat-ci: build ## the corpus under MLIR 22's runner, both runtimes (make test)
 	$(PYTHON) scripts/compat.py --versions $(COMPAT_CI_VERSIONS) \
 	  --runtime $(RUNTIME_SO) $(COMPAT_ARGS)
+	$(PYTHON) scripts/symbol-binding.py --versions $(COMPAT_CI_VERSIONS) --runtime $(RUNTIME_SO)
 
 # Only the download (e.g. to prepare a machine that will run offline).
 compat-fetch: ## downloads and unpacks the other MLIR versions into target/compat (no install)

@@ -6,6 +6,12 @@
 //!   executing. The C++ runtime is NODELETE too.
 //! - `-z pack-relative-relocs`: relative relocations as a compact DT_RELR
 //!   table (21 KiB -> 2 KiB), which the loader touches at every load.
+//! - `-Bsymbolic-functions`: references inside the library to its own
+//!   exported functions bind to them at link time. Without it, the
+//!   addresses the init hooks put into an engine's symbol map went through
+//!   the GOT and, with the C++ runtime loaded first, resolved to the C++
+//!   runtime's functions of the same names (ELF interposition), so the
+//!   engine bound the other runtime after all (`docs/symbol-binding.md`).
 //! - lld with `link/hot-symbols.txt` as symbol ordering: the functions that
 //!   programs actually run are placed together, so far fewer code pages of
 //!   the library become resident (see scripts/hot-symbols.sh). Without
@@ -30,6 +36,7 @@ fn main() {
 
     link_arg("-Wl,-z,nodelete");
     link_arg("-Wl,-z,pack-relative-relocs");
+    link_arg("-Wl,-Bsymbolic-functions");
     if Path::new(LLD_DIR).join("ld.lld").exists() {
         link_arg("-fuse-ld=lld");
         link_arg(&format!("-B{LLD_DIR}"));

@@ -15,6 +15,7 @@ use crate::group::Group;
 use crate::introspection::{self, RuntimeStats};
 use crate::object::Header;
 use crate::runtime;
+use crate::symbol_map;
 use crate::task::{Origin, ResumeFn, Task};
 use crate::thread_id;
 use crate::token::Token;
@@ -290,12 +291,17 @@ pub(crate) const EXPORTED: [(&str, *const ()); 23] = [
 
 // ---- runner hooks ---------------------------------------------------------
 //
-// `init` receives a C++ `llvm::StringMap<void *>&` that the C++ runtime
-// fills with its symbols. We leave it untouched: the runners still resolve
-// every symbol by name in the loaded library.
+// `init` receives the engine's `llvm::StringMap<void *>&` and fills it with
+// `EXPORTED`, as the C++ runtime does, so that the compiled code calls this
+// library whatever else the process has loaded (`symbol_map`).
 
+/// # Safety
+/// `export_symbols` is the `llvm::StringMap<void *>&` the engine passes.
 #[no_mangle]
-pub extern "C" fn __mlir_execution_engine_init(_export_symbols: *mut c_void) {}
+pub unsafe extern "C" fn __mlir_execution_engine_init(export_symbols: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_execution_engine_init") };
+}
 
 #[no_mangle]
 pub extern "C" fn __mlir_execution_engine_destroy() {
@@ -303,8 +309,14 @@ pub extern "C" fn __mlir_execution_engine_destroy() {
 }
 
 /// MLIR 14-16's name for the init hook.
+///
+/// # Safety
+/// As `__mlir_execution_engine_init`.
 #[no_mangle]
-pub extern "C" fn __mlir_runner_init(_export_symbols: *mut c_void) {}
+pub unsafe extern "C" fn __mlir_runner_init(export_symbols: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_runner_init") };
+}
 
 /// MLIR 14-16's name for the destroy hook.
 #[no_mangle]

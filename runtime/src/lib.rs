@@ -43,6 +43,8 @@
 //! The C ABI:
 //! - [`introspection`]: what tools read (live objects, tasks in flight).
 //! - [`thread_id`]: `mlirAsyncRuntimePrintCurrentThreadId`.
+//! - [`symbol_map`]: the init hooks' filling of the engine's
+//!   `llvm::StringMap<void *>`, through the caller's LLVM.
 //! - [`abi`]: the exported functions, thin adapters over the rest.
 //!
 //! The Rust API, for embedders:
@@ -98,6 +100,7 @@ pub(crate) mod runtime;
 
 pub mod introspection;
 pub(crate) mod thread_id;
+pub(crate) mod symbol_map;
 pub mod abi;
 
 pub mod handles;
