@@ -480,6 +480,28 @@ fn payload(handle: &Handle<Value>) -> &[u8] {
     unsafe { std::slice::from_raw_parts(value.storage(), value.size()) }
 }
 
+/// Plain data that a value's payload can be read as: a type for which
+/// every bit pattern of its size is a valid value (integers, floats, arrays
+/// of them, and `#[repr(C)]` structs of those without padding, such as a
+/// memref descriptor).
+///
+/// # Safety
+/// Every `size_of::<Self>()` bytes, whatever their contents, are a valid
+/// `Self`: no `bool`, `char`, enum, reference, or padding.
+pub unsafe trait Payload: Copy + 'static {}
+
+macro_rules! payloads {
+    ($($t:ty),*) => {
+        // SAFETY: primitive integers and floats accept any bits.
+        $(unsafe impl Payload for $t {})*
+    };
+}
+payloads!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+
+// SAFETY: an array of types that accept any bits has no padding and
+// accepts any bits.
+unsafe impl<T: Payload, const N: usize> Payload for [T; N] {}
+
 /// An `!async.value` that completed with its payload; holds the reference
 /// of the [`AsyncValue`] it came from.
 pub struct AvailableValue {
@@ -498,7 +520,7 @@ impl AvailableValue {
     ///
     /// # Panics
     /// If `T`'s size is not the payload's size.
-    pub fn read<T: bytemuck::AnyBitPattern>(&self) -> T {
+    pub fn read<T: Payload>(&self) -> T {
         let bytes = self.bytes();
         assert_eq!(
             bytes.len(),
@@ -508,7 +530,9 @@ impl AvailableValue {
             std::any::type_name::<T>(),
             std::mem::size_of::<T>()
         );
-        bytemuck::pod_read_unaligned(bytes)
+        // SAFETY: `bytes` holds `size_of::<T>()` initialized bytes, and any
+        // bytes are a valid `T` (`Payload`'s contract).
+        unsafe { bytes.as_ptr().cast::<T>().read_unaligned() }
     }
 
     /// The object, for passing to compiled code.

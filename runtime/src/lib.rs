@@ -109,7 +109,7 @@ pub mod embed;
 // What the tests and benches name besides the ABI functions.
 pub use completion::{Completion, Outcome};
 pub use embed::{symbols, Leaks, Runtime, RuntimeGuard, ShutdownError};
-pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue};
+pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue, Payload};
 pub use config::DEFAULT_MAX_THREADS;
 pub use group::Group;
 pub use introspection::{stats, RuntimeStats};

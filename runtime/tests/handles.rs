@@ -70,12 +70,15 @@ fn value(size: i64) -> (AsyncValue, Raw) {
     (unsafe { AsyncValue::from_raw(raw.cast()) }, Raw::of(raw))
 }
 
-fn emplace_token_later(producer: Raw, delay: Duration) {
+/// Completes the token from another thread after `delay`. Join the thread
+/// before checking for leaks: the producer drops its reference after the
+/// completion has woken the waiters.
+fn emplace_token_later(producer: Raw, delay: Duration) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         std::thread::sleep(delay);
         // SAFETY: the producer's reference, dropped by the call.
         unsafe { mlirAsyncRuntimeEmplaceToken(producer.ptr()) };
-    });
+    })
 }
 
 /// A waker that counts its wakes; `Arc::strong_count` tells whether the
@@ -106,9 +109,10 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
 fn a_token_completed_by_another_thread_is_awaited_from_tokio() {
     let _serial = serial();
     let (token, producer) = token();
-    emplace_token_later(producer, Duration::from_millis(30));
+    let producer = emplace_token_later(producer, Duration::from_millis(30));
     let result = tokio_runtime().block_on(async move { tokio::time::timeout(common::TIMEOUT, token).await });
     assert_eq!(result.expect("the token's waker was never woken"), Ok(()));
+    producer.join().unwrap();
 }
 
 #[test]
@@ -116,7 +120,7 @@ fn a_value_and_an_error_are_awaited_from_tokio() {
     let _serial = serial();
     let (good, good_producer) = value(8);
     let (bad, bad_producer) = value(8);
-    std::thread::spawn(move || unsafe {
+    let producer = std::thread::spawn(move || unsafe {
         std::thread::sleep(Duration::from_millis(20));
         mlirAsyncRuntimeGetValueStorage(good_producer.ptr()).cast::<i64>().write(-7);
         mlirAsyncRuntimeEmplaceValue(good_producer.ptr());
@@ -130,6 +134,7 @@ fn a_value_and_an_error_are_awaited_from_tokio() {
         assert_eq!(error.kind(), "value");
         assert_eq!(error.to_string(), "the async value completed in the error state");
     });
+    producer.join().unwrap();
 }
 
 /// Tokens completed by tasks running on the runtime's pool, as compiled
@@ -268,8 +273,8 @@ fn blocking_waits_on_tokens_values_and_groups() {
         AsyncGroup::from_raw(group_raw.cast())
     };
     assert!(!group.is_ready() && !group.is_error());
-    emplace_token_later(ok_producer, Duration::from_millis(10));
-    std::thread::spawn(move || unsafe {
+    let ok_producer = emplace_token_later(ok_producer, Duration::from_millis(10));
+    let failed_producer = std::thread::spawn(move || unsafe {
         std::thread::sleep(Duration::from_millis(20));
         mlirAsyncRuntimeSetTokenError(failed_producer.ptr());
     });
@@ -281,13 +286,16 @@ fn blocking_waits_on_tokens_values_and_groups() {
     assert!(failed.is_error() && !ok.is_error());
 
     let (value, producer) = value(4);
-    std::thread::spawn(move || unsafe {
+    let value_producer = std::thread::spawn(move || unsafe {
         mlirAsyncRuntimeGetValueStorage(producer.ptr()).cast::<u32>().write(0xfeed);
         mlirAsyncRuntimeEmplaceValue(producer.ptr());
     });
     let available = value.wait().unwrap();
     assert_eq!(available.read::<u32>(), 0xfeed);
     assert_eq!(available.read::<[u8; 4]>(), 0xfeedu32.to_ne_bytes());
+    for producer in [ok_producer, failed_producer, value_producer] {
+        producer.join().unwrap();
+    }
 }
 
 #[test]
@@ -296,14 +304,18 @@ fn a_group_is_awaited_from_tokio() {
     let group_raw = mlirAsyncRuntimeCreateGroup(3);
     // SAFETY: our reference.
     let group = unsafe { AsyncGroup::from_raw(group_raw.cast()) };
+    let mut producers = Vec::new();
     for i in 0..3 {
         let (token, producer) = token();
         // SAFETY: both live.
         unsafe { mlirAsyncRuntimeAddTokenToGroup(token.as_raw().cast(), group_raw) };
-        emplace_token_later(producer, Duration::from_millis(5 * i));
+        producers.push(emplace_token_later(producer, Duration::from_millis(5 * i)));
     }
     let result = tokio_runtime().block_on(async move { tokio::time::timeout(common::TIMEOUT, group).await });
     assert_eq!(result.unwrap(), Ok(()));
+    for producer in producers {
+        producer.join().unwrap();
+    }
 }
 
 /// The non-blocking views, reference counting through `Clone`, and
