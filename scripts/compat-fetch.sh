@@ -31,18 +31,27 @@
 #   Components: main
 #   Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 #
-# Usage: scripts/compat-fetch.sh [--cache DIR] [--prefix] N...
+# --dev also fetches llvm-N-dev and libmlir-N-dev, and unpacks only their
+# headers (about 110 MB for MLIR 22, in about 10 s) into
+#   target/compat/N/dev/usr/lib/llvm-N/include   (mlir/, llvm -> llvm-N)
+# for scripts/symbol-binding.py, which compiles scripts/two-engines.cpp
+# against them (MLIR 19's are installed by scripts/setup.sh instead).
+#
+# Usage: scripts/compat-fetch.sh [--cache DIR] [--prefix] [--dev] N...
 #   --prefix  print each version's LLVM prefix (one per line) on stdout
+#   --dev     also the C++ headers of LLVM and MLIR N
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/target/compat"
 print_prefix=0
+dev=0
 versions=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache="$2"; shift 2 ;;
     --prefix) print_prefix=1; shift ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    --dev) dev=1; shift ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
     -*) echo "compat-fetch: unknown option $1" >&2; exit 2 ;;
     *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "compat-fetch: not a version: $1" >&2; exit 2; }
        versions+=("$1"); shift ;;
@@ -119,7 +128,41 @@ fetch() {
   echo "compat-fetch: MLIR $v: $(tail -1 "$dest/packages.txt" | sed 's/^# //')" >&2
 }
 
+# The headers only of llvm-N-dev and libmlir-N-dev (they also hold static
+# libraries: 950 MB unpacked for MLIR 22).
+fetch_dev() {
+  local v=$1 dest="$cache/$1/dev"
+  if [ -f "$dest/packages.txt" ]; then
+    echo "compat-fetch: MLIR $v headers are cached in $dest" >&2
+    return
+  fi
+  local pkgs=("llvm-$v-dev" "libmlir-$v-dev")
+  check_available "${pkgs[@]}"
+  rm -rf "$dest"
+  mkdir -p "$dest/debs" "$dest/root.tmp"
+  echo "compat-fetch: downloading ${pkgs[*]} (headers only are kept)" >&2
+  local sandbox=()
+  [ "$(id -u)" -eq 0 ] && sandbox=(-o APT::Sandbox::User=root)
+  (cd "$dest/debs" && apt-get download -qq "${sandbox[@]}" "${pkgs[@]}")
+  dpkg-deb --fsys-tarfile "$dest"/debs/llvm-"$v"-dev_*.deb \
+    | tar -x -C "$dest/root.tmp" --wildcards "./usr/include/llvm-$v/*" "./usr/include/llvm-c-$v/*" \
+        "./usr/lib/llvm-$v/include/*"
+  dpkg-deb --fsys-tarfile "$dest"/debs/libmlir-"$v"-dev_*.deb \
+    | tar -x -C "$dest/root.tmp" --wildcards "./usr/lib/llvm-$v/include/*"
+  {
+    echo "# C++ headers of LLVM and MLIR $v (scripts/compat-fetch.sh --dev), from:"
+    for deb in "$dest"/debs/*.deb; do
+      dpkg-deb -f "$deb" Package Version | sed 's/^[A-Za-z]*: //' | paste -sd' '
+    done
+  } > "$dest/packages.tmp"
+  rm -rf "$dest/debs"
+  mv "$dest/root.tmp"/usr "$dest/usr"
+  rmdir "$dest/root.tmp"
+  mv "$dest/packages.tmp" "$dest/packages.txt"
+}
+
 for v in "${versions[@]}"; do
   fetch "$v"
+  [ "$dev" -eq 0 ] || fetch_dev "$v"
   [ "$print_prefix" -eq 0 ] || echo "$cache/$v/root/usr/lib/llvm-$v"
 done

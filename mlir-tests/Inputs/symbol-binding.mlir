@@ -1,12 +1,17 @@
 // The program of scripts/symbol-binding.py: tasks, a value and an error, so
 // that whichever runtime the engine bound does some work (it creates three
-// tokens and two values), and the result shows it ran right. Not a corpus
+// tokens and two values), and the result shows it ran right. It first
+// prints the runtime's worker count: run with MLIR_ASYNC_RUNTIME_WORKERS=7,
+// ours says 7, the C++ runtime the machine's parallelism. Not a corpus
 // program (Inputs/ is not scanned); written for MLIR 19 and rewritten for
 // older versions by lib/downport.py like the corpus.
 
 // RUN: %mlir_opt %s %async_to_llvm | %run_async | FileCheck %s
 
 func.func @main() {
+  %workers = async.runtime.num_worker_threads : index
+  // CHECK: {{[0-9]+}}
+  vector.print %workers : index
   %false = arith.constant false
   %x = arith.constant 20 : i64
   %t0, %v0 = async.execute -> !async.value<i64> {
