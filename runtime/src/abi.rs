@@ -295,12 +295,42 @@ pub(crate) const EXPORTED: [(&str, *const ()); 23] = [
 // `EXPORTED`, as the C++ runtime does, so that the compiled code calls this
 // library whatever else the process has loaded (`symbol_map`).
 
+// The init hooks need to know who called them (the engine, whose LLVM's
+// `StringMap` functions fill the map: `symbol_map`). On x86-64 each hook is
+// a two-instruction trampoline that passes its return address on to the
+// Rust function as a second argument and jumps there (a tail call: the
+// callee returns straight to the engine); elsewhere the caller is found by
+// walking the stack, which costs about half a MiB of resident memory
+// (the unwinder and the unwind tables it reads).
+
 /// # Safety
 /// `export_symbols` is the `llvm::StringMap<void *>&` the engine passes.
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+#[unsafe(naked)]
+pub unsafe extern "C" fn __mlir_execution_engine_init(export_symbols: *mut c_void) {
+    // The first argument stays in rdi; the return address, at [rsp] on
+    // entry, goes to rsi, the second.
+    std::arch::naked_asm!("mov rsi, qword ptr [rsp]", "jmp {init}", init = sym engine_init);
+}
+
+/// # Safety
+/// As `__mlir_execution_engine_init`.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn __mlir_execution_engine_init(export_symbols: *mut c_void) {
     // SAFETY: forwarded contract.
-    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_execution_engine_init") };
+    unsafe { engine_init(export_symbols, std::ptr::null()) }
+}
+
+/// `__mlir_execution_engine_init`, told its caller's return address (null
+/// when unknown).
+///
+/// # Safety
+/// As `__mlir_execution_engine_init`.
+unsafe extern "C" fn engine_init(export_symbols: *mut c_void, caller: *const c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_execution_engine_init", caller) };
 }
 
 #[no_mangle]
@@ -312,10 +342,33 @@ pub extern "C" fn __mlir_execution_engine_destroy() {
 ///
 /// # Safety
 /// As `__mlir_execution_engine_init`.
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+#[unsafe(naked)]
+pub unsafe extern "C" fn __mlir_runner_init(export_symbols: *mut c_void) {
+    // As `__mlir_execution_engine_init`.
+    std::arch::naked_asm!("mov rsi, qword ptr [rsp]", "jmp {init}", init = sym runner_init);
+}
+
+/// MLIR 14-16's name for the init hook.
+///
+/// # Safety
+/// As `__mlir_execution_engine_init`.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn __mlir_runner_init(export_symbols: *mut c_void) {
     // SAFETY: forwarded contract.
-    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_runner_init") };
+    unsafe { runner_init(export_symbols, std::ptr::null()) }
+}
+
+/// `__mlir_runner_init`, told its caller's return address (null when
+/// unknown).
+///
+/// # Safety
+/// As `__mlir_execution_engine_init`.
+unsafe extern "C" fn runner_init(export_symbols: *mut c_void, caller: *const c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { symbol_map::export(export_symbols, &EXPORTED, "__mlir_runner_init", caller) };
 }
 
 /// MLIR 14-16's name for the destroy hook.

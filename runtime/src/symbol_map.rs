@@ -142,8 +142,8 @@ impl LlvmStringMap {
 
     /// The functions of the LLVM that the code calling us uses: in the
     /// scope of the library that called the hook, else in the process.
-    fn of_caller() -> Option<LlvmStringMap> {
-        if let Some(handle) = caller_library() {
+    fn of_caller(caller: *const c_void) -> Option<LlvmStringMap> {
+        if let Some(handle) = caller_library(caller) {
             // SAFETY: a handle from `dlopen`, closed once.
             let found = unsafe { LlvmStringMap::from_handle(handle) };
             // SAFETY: as above (RTLD_NOLOAD only took a reference).
@@ -298,8 +298,8 @@ pub(crate) unsafe fn fill_with(
 ///
 /// # Safety
 /// `map` is the `llvm::StringMap<void *>&` a runner passes to the hook.
-pub(crate) unsafe fn export(map: *mut c_void, symbols: &[(&'static str, *const ())], hook: &str) {
-    let result = match LlvmStringMap::of_caller() {
+pub(crate) unsafe fn export(map: *mut c_void, symbols: &[(&'static str, *const ())], hook: &str, caller: *const c_void) {
+    let result = match LlvmStringMap::of_caller(caller) {
         // SAFETY: forwarded contract.
         Some(llvm) => unsafe { fill_with(&llvm, map, symbols) },
         None => Err(NotFilled::NoLlvm),
@@ -327,37 +327,84 @@ extern "C" {
     fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
 }
 
-/// A `dlopen` handle (RTLD_NOLOAD) of the first library on the call stack
-/// that is not this one: the one that called the init hook.
-fn caller_library() -> Option<*mut c_void> {
-    let mut frames = [ptr::null_mut::<c_void>(); 16];
-    // SAFETY: the buffer holds `frames.len()` pointers.
-    let depth = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
-    let ours = object_base(caller_library as *const c_void)?;
-    for &frame in frames.iter().take(usize::try_from(depth).ok()?) {
-        // SAFETY: a zeroed `Dl_info` is valid; dladdr fills it.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: `dladdr` only reads the address.
-        if unsafe { libc::dladdr(frame, &mut info) } == 0 || info.dli_fbase == ours {
-            continue;
-        }
-        if info.dli_fname.is_null() {
-            return None;
-        }
-        // SAFETY: a NUL-terminated name from dladdr; RTLD_NOLOAD only
-        // takes a reference to a library already loaded.
-        let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-        return (!handle.is_null()).then_some(handle);
-    }
-    None
+/// A `dlopen` handle (RTLD_NOLOAD) of the library that called the init
+/// hook: the one containing `caller` (the hook's return address), or, when
+/// that is unknown (null), the first library on the call stack that is not
+/// this one.
+///
+/// Objects are found from their program headers (`dl_iterate_phdr`), not
+/// with `dladdr`, which scans the whole dynamic symbol table of the object:
+/// for a runner that links MLIR statically, hundreds of KiB of it would
+/// become resident for nothing.
+fn caller_library(caller: *const c_void) -> Option<*mut c_void> {
+    let ours = module_of(caller_library as *const c_void)?;
+    let module = if caller.is_null() {
+        let mut frames = [ptr::null_mut::<c_void>(); 16];
+        // SAFETY: the buffer holds `frames.len()` pointers.
+        let depth = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
+        frames
+            .iter()
+            .take(usize::try_from(depth).ok()?)
+            .filter_map(|&frame| module_of(frame))
+            .find(|module| module.base != ours.base)?
+    } else {
+        module_of(caller).filter(|module| module.base != ours.base)?
+    };
+    // SAFETY: a NUL-terminated name (or null for the main program, whose
+    // handle is the global scope); RTLD_NOLOAD only takes a reference to an
+    // object already loaded.
+    let handle = unsafe { libc::dlopen(module.name_or_null(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    (!handle.is_null()).then_some(handle)
 }
 
-/// The load address of the object containing `address`.
-fn object_base(address: *const c_void) -> Option<*mut c_void> {
-    // SAFETY: as in `caller_library`.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    (unsafe { libc::dladdr(address, &mut info) } != 0).then_some(info.dli_fbase)
+/// A loaded object: its load bias and its path (empty for the main
+/// program).
+struct Module {
+    base: usize,
+    name: std::ffi::CString,
+}
+
+impl Module {
+    fn name_or_null(&self) -> *const libc::c_char {
+        if self.name.as_bytes().is_empty() {
+            ptr::null()
+        } else {
+            self.name.as_ptr()
+        }
+    }
+}
+
+/// The loaded object whose segments contain `address`.
+fn module_of(address: *const c_void) -> Option<Module> {
+    struct Search {
+        address: usize,
+        found: Option<Module>,
+    }
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+        // SAFETY: `dl_iterate_phdr` passes valid info; `data` is our `Search`.
+        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        let base = info.dlpi_addr as usize;
+        for i in 0..usize::from(info.dlpi_phnum) {
+            // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            let start = base + ph.p_vaddr as usize;
+            if ph.p_type == libc::PT_LOAD && (start..start + ph.p_memsz as usize).contains(&search.address) {
+                // SAFETY: `dlpi_name` is a NUL-terminated string (maybe empty).
+                let name = if info.dlpi_name.is_null() {
+                    std::ffi::CString::default()
+                } else {
+                    unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_owned()
+                };
+                search.found = Some(Module { base, name });
+                return 1;
+            }
+        }
+        0
+    }
+    let mut search = Search { address: address as usize, found: None };
+    // SAFETY: the callback only reads what it is given and writes `search`.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
+    search.found
 }
 
 /// The insertion against each LLVM's own `StringMap` functions: a map
