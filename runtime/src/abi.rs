@@ -7,7 +7,7 @@
 //! line naming the call, and since Rust 1.81 a panic that reaches an
 //! `extern "C"` boundary aborts the process instead of unwinding into C.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CStr};
 use std::time::Duration;
 
 use crate::completion::Outcome;
@@ -20,7 +20,6 @@ use crate::task::{Origin, ResumeFn, Task};
 use crate::thread_id;
 use crate::token::Token;
 use crate::value::Value;
-use crate::wait;
 
 type Resume = Option<ResumeFn>;
 
@@ -94,7 +93,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceToken(token: *mut Token) {
     // SAFETY: checked, then completed; no use afterwards.
     unsafe {
         Token::from_abi(token, CALL);
-        Token::complete(token, Outcome::Available, CALL);
+        runtime::completing(|| Token::complete(token, Outcome::Available, CALL));
     }
 }
 
@@ -106,7 +105,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeSetTokenError(token: *mut Token) {
     // SAFETY: as above.
     unsafe {
         Token::from_abi(token, CALL);
-        Token::complete(token, Outcome::Error, CALL);
+        runtime::completing(|| Token::complete(token, Outcome::Error, CALL));
     }
 }
 
@@ -118,7 +117,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceValue(value: *mut Value) {
     // SAFETY: as above.
     unsafe {
         Value::from_abi(value, CALL);
-        Value::complete(value, Outcome::Available, CALL);
+        runtime::completing(|| Value::complete(value, Outcome::Available, CALL));
     }
 }
 
@@ -130,7 +129,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeSetValueError(value: *mut Value) {
     // SAFETY: as above.
     unsafe {
         Value::from_abi(value, CALL);
-        Value::complete(value, Outcome::Error, CALL);
+        runtime::completing(|| Value::complete(value, Outcome::Error, CALL));
     }
 }
 
@@ -177,7 +176,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeGetValueStorage(value: *mut Value) -> *
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitToken(token: *mut Token) {
     // SAFETY: as above.
-    wait::wait(unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitToken") }.completion());
+    runtime::wait(unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitToken") }.completion());
 }
 
 /// # Safety
@@ -185,7 +184,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitToken(token: *mut Token) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValue(value: *mut Value) {
     // SAFETY: as above.
-    wait::wait(unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValue") }.completion());
+    runtime::wait(unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValue") }.completion());
 }
 
 /// # Safety
@@ -193,7 +192,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValue(value: *mut Value) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroup(group: *mut Group) {
     // SAFETY: as above.
-    wait::wait(unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroup") }.completion());
+    runtime::wait(unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroup") }.completion());
 }
 
 // ---- running tasks --------------------------------------------------------
@@ -393,4 +392,33 @@ pub unsafe extern "C" fn rust_mlir_async_runtime_stats(out: *mut RuntimeStats) {
 #[no_mangle]
 pub extern "C" fn rust_mlir_async_runtime_wait_idle(timeout_ms: u64) -> bool {
     runtime::wait_idle(Some(Duration::from_millis(timeout_ms)))
+}
+
+/// Selects the schedule of the runtime instances started after this call
+/// (`random:SEED`, `pct:SEED[:DEPTH[:STEPS]]`, `off`), overriding
+/// `MLIR_ASYNC_RUNTIME_SCHEDULE`; null goes back to the variable. Returns 0,
+/// or -1 for a malformed spec (nothing changes).
+///
+/// # Safety
+/// `spec` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn rust_mlir_async_runtime_select_schedule(spec: *const c_char) -> i32 {
+    if spec.is_null() {
+        let _ = introspection::select_schedule(None);
+        return 0;
+    }
+    // SAFETY: per the contract.
+    let text = unsafe { CStr::from_ptr(spec) }.to_string_lossy();
+    match introspection::select_schedule(Some(&text)) {
+        Ok(()) => 0,
+        Err(_) => -1,
+    }
+}
+
+/// Scheduling steps (decisions between two or more candidates) of the
+/// current deterministic instance, or else of the last one destroyed; 0
+/// when there was none.
+#[no_mangle]
+pub extern "C" fn rust_mlir_async_runtime_schedule_steps() -> u64 {
+    introspection::schedule_steps()
 }

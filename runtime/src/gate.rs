@@ -48,6 +48,14 @@ impl Gate {
         Some(Inside(self))
     }
 
+    /// Closes the gate without waiting for the threads inside: a
+    /// deterministic instance refuses late callers itself (some may be
+    /// blocked inside for good), the closed gate only sends the threads
+    /// that cached the instance to the next one.
+    pub(crate) fn close(&self) {
+        self.word.fetch_or(CLOSED, Ordering::SeqCst);
+    }
+
     /// Closes the gate and waits until every thread that entered before has
     /// left. Threads are inside only for the length of a queue push.
     pub(crate) fn close_and_wait(&self) {

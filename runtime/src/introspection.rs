@@ -1,8 +1,10 @@
 //! What tools read through `rust_mlir_async_runtime_stats`
-//! (docs/introspection-abi.md): live objects and tasks in flight.
+//! (docs/introspection-abi.md): live objects and tasks in flight; and the
+//! schedule they select for the next instances.
 
 use crate::runtime;
 use crate::live;
+use crate::schedule::{self, Schedule};
 
 /// A snapshot of the runtime's counters (C layout: the introspection ABI).
 #[repr(C)]
@@ -29,4 +31,18 @@ pub fn stats() -> RuntimeStats {
         live_groups: live.groups,
         tasks_in_flight: runtime::tasks_in_flight() as i64,
     }
+}
+
+/// Selects the schedule of the instances started from now on (`None`: the
+/// environment's); a malformed spec is refused with what is expected.
+pub fn select_schedule(spec: Option<&str>) -> Result<(), String> {
+    let schedule = spec.map(Schedule::parse).transpose()?;
+    schedule::select(schedule);
+    Ok(())
+}
+
+/// Scheduling steps of the current deterministic instance, or else of the
+/// last one destroyed.
+pub fn schedule_steps() -> u64 {
+    runtime::schedule_steps()
 }

@@ -15,6 +15,7 @@
 //! Probes, at the side: called by the core, never calling back; off by
 //! default.
 //! - [`fuzz`]: schedule fuzzing (`MLIR_ASYNC_RUNTIME_FUZZ`).
+//! - [`clock`]: the trace's time, logical under a deterministic schedule.
 //! - [`trace`], [`counters`], and their switch [`observe`]
 //!   (`MLIR_ASYNC_RUNTIME_TRACE`, `MLIR_ASYNC_RUNTIME_STATS`).
 //!
@@ -30,6 +31,10 @@
 //!
 //! Execution:
 //! - [`config`]: workers and the thread cap, from the environment.
+//! - [`schedule`]: which executor an instance uses
+//!   (`MLIR_ASYNC_RUNTIME_SCHEDULE`, or a tool's selection).
+//! - [`strategy`]: a deterministic schedule's ready set and its seeded
+//!   choice of what runs next (random, PCT).
 //! - [`drainers`]: the atomic word that counts drainers, permits and
 //!   blocked threads (the protocol of `docs/scheduler.md`).
 //! - [`gate`]: an instance's door for threads outside its pool.
@@ -37,6 +42,8 @@
 //! - [`deques`]: the runtime threads' own deques, and stealing.
 //! - [`scheduler`]: one instance's queue, rayon pool, drain loop,
 //!   hand-over of blocked threads, idleness and shutdown.
+//! - [`explore`]: the deterministic executor: one thread runs at a time,
+//!   chosen by the strategy at every scheduling point.
 //! - [`wait`]: blocking waits.
 //! - [`runtime`]: the current instance, where tasks go, destroy, fork.
 //!
@@ -76,6 +83,7 @@ pub(crate) mod mutation;
 pub(crate) mod task;
 
 pub(crate) mod fuzz;
+pub(crate) mod clock;
 pub(crate) mod trace;
 pub(crate) mod counters;
 pub(crate) mod observe;
@@ -90,11 +98,14 @@ pub(crate) mod group;
 pub(crate) mod future_waiter;
 
 pub(crate) mod config;
+pub(crate) mod schedule;
+pub(crate) mod strategy;
 pub(crate) mod drainers;
 pub(crate) mod gate;
 pub(crate) mod spares;
 pub(crate) mod deques;
 pub(crate) mod scheduler;
+pub(crate) mod explore;
 pub(crate) mod wait;
 pub(crate) mod runtime;
 
@@ -112,11 +123,11 @@ pub use embed::{symbols, Leaks, Runtime, RuntimeGuard, ShutdownError};
 pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue, Payload};
 pub use config::DEFAULT_MAX_THREADS;
 pub use group::Group;
-pub use introspection::{stats, RuntimeStats};
+pub use introspection::{schedule_steps, select_schedule, stats, RuntimeStats};
 pub use token::Token;
 pub use value::Value;
 
 /// True on a runtime thread, running a task (tests check where tasks run).
 pub fn on_runtime_thread() -> bool {
-    scheduler::on_runtime_thread()
+    scheduler::on_runtime_thread() || explore::on_worker_thread()
 }

@@ -16,8 +16,7 @@
 // Under loom every hook is off, so the switch itself goes unused.
 #![cfg_attr(loom, allow(dead_code))]
 
-use std::time::Instant;
-
+use crate::clock;
 use crate::counters;
 use crate::object::Kind;
 use crate::sync::process::{AtomicBool, AtomicU8, OnceLock, Ordering};
@@ -40,8 +39,6 @@ const OFF: u8 = KNOWN;
 
 static MODE: AtomicU8 = AtomicU8::new(0);
 static TRACE_PATH: OnceLock<std::path::PathBuf> = OnceLock::new();
-/// The origin of trace timestamps.
-static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// True while a runtime ran since the last write; the exit handler writes
 /// only then.
 static UNWRITTEN: AtomicBool = AtomicBool::new(false);
@@ -78,7 +75,7 @@ fn init() -> u8 {
         Err(_) | Ok("" | "0" | "off") => {}
         Ok(_) => bits |= STATS,
     }
-    EPOCH.get_or_init(Instant::now);
+    clock::start();
     // The first thread to decide wins; the others read the same environment.
     if MODE
         .compare_exchange(0, bits, Ordering::Relaxed, Ordering::Relaxed)
@@ -91,9 +88,10 @@ fn init() -> u8 {
     MODE.load(Ordering::Relaxed) & (TRACE | STATS)
 }
 
-/// Nanoseconds since the first hook of the process.
+/// Nanoseconds since the first hook of the process, or logical time
+/// under a deterministic schedule ([`clock`]).
 pub(crate) fn now_ns() -> u64 {
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    clock::now_ns()
 }
 
 /// Runs `task`, recording it when observation is on.

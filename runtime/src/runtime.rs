@@ -23,6 +23,12 @@
 //!   runtime's threads. A `pthread_atfork` handler forgets the instance in
 //!   the child (without touching it), so the child's next call starts a
 //!   fresh one, and its destroy hook works.
+//! - An instance runs its tasks on the ordinary multithreaded scheduler,
+//!   or, when a deterministic schedule is selected ([`schedule`]), on the
+//!   deterministic executor ([`Explorer`]). The paths of the ordinary
+//!   scheduler's threads do not look at the mode; the others (a program
+//!   thread queueing a task, blocking waits, completions) dispatch on the
+//!   instance, or check one relaxed flag ([`explore::enabled`]) first.
 
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::Arc;
@@ -30,26 +36,42 @@ use std::time::Duration;
 
 use crate::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::config::Config;
+use crate::explore::{self, Explorer};
 use crate::gate::Gate;
 use crate::misuse::abort_misuse;
 use crate::mutation;
 use crate::observe;
 use crate::recycle;
+use crate::schedule::{self, Schedule};
 use crate::scheduler::{self, Scheduler};
 use crate::live;
 use crate::sync::process::{lock, AtomicBool, Mutex, Ordering};
 use crate::task::Task;
+use crate::wait;
+
+/// How an instance runs its tasks.
+enum Executor {
+    /// The ordinary multithreaded scheduler.
+    Threads(Arc<Scheduler>),
+    /// The deterministic executor of a selected schedule.
+    Deterministic(Arc<Explorer>),
+}
 
 /// One runtime instance.
 struct Instance {
-    scheduler: Arc<Scheduler>,
+    executor: Executor,
     gate: Gate,
 }
 
 impl Instance {
     fn start() -> Arc<Instance> {
         install_fork_handlers();
-        let instance = Arc::new(Instance { scheduler: Scheduler::start(Config::from_env()), gate: Gate::new() });
+        let config = Config::from_env();
+        let executor = match schedule::for_new_instance() {
+            Schedule::Threads => Executor::Threads(Scheduler::start(config)),
+            Schedule::Deterministic(spec) => Executor::Deterministic(Explorer::start(spec, config)),
+        };
+        let instance = Arc::new(Instance { executor, gate: Gate::new() });
         observe::instance_started();
         // After observe's own exit handler (registered by the line above
         // when observation is on): handlers run in reverse order, so the
@@ -57,6 +79,46 @@ impl Instance {
         // complete.
         install_exit_handler();
         instance
+    }
+
+    fn config(&self) -> Config {
+        match &self.executor {
+            Executor::Threads(scheduler) => scheduler.config(),
+            Executor::Deterministic(explorer) => explorer.config(),
+        }
+    }
+
+    fn explorer(&self) -> Option<&Arc<Explorer>> {
+        match &self.executor {
+            Executor::Deterministic(explorer) => Some(explorer),
+            Executor::Threads(_) => None,
+        }
+    }
+
+    /// Queues a task from a thread outside the pools; a deterministic
+    /// instance closed by the destroy hook gives it back.
+    fn push(&self, task: Task) -> Result<(), Task> {
+        match &self.executor {
+            Executor::Threads(scheduler) => {
+                scheduler.push(task);
+                Ok(())
+            }
+            Executor::Deterministic(explorer) => explorer.make_ready(task),
+        }
+    }
+
+    fn wait_idle(&self, timeout: Option<Duration>) -> bool {
+        match &self.executor {
+            Executor::Threads(scheduler) => scheduler.wait_idle(timeout),
+            Executor::Deterministic(explorer) => explorer.wait_idle(timeout),
+        }
+    }
+
+    fn tasks_in_flight(&self) -> usize {
+        match &self.executor {
+            Executor::Threads(scheduler) => scheduler.tasks_in_flight(),
+            Executor::Deterministic(explorer) => explorer.tasks_in_flight(),
+        }
     }
 }
 
@@ -123,6 +185,27 @@ fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
     })
 }
 
+/// Forgets the instance this thread used last (it was closed).
+fn forget_cached() {
+    CACHED.with(|cached| cached.borrow_mut().take());
+}
+
+/// Queues a task from a thread outside the ordinary scheduler's pools: on
+/// the instance it entered (a deterministic one that was closed meanwhile
+/// refuses it: then on the next one).
+fn push_outside(mut task: Task) {
+    loop {
+        match with_entered_instance(move |instance| instance.push(task)) {
+            Ok(()) => return,
+            Err(refused) => {
+                task = refused;
+                forget_cached();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// Queues a task from `mlirAsyncRuntimeExecute`: on a runtime thread, in
 /// that thread's next-task slot; elsewhere on the current instance's queue.
 pub(crate) fn execute(task: Task) {
@@ -133,7 +216,7 @@ pub(crate) fn execute(task: Task) {
     }
     match scheduler::current() {
         Some(scheduler) => scheduler.push_local(task),
-        None => with_entered_instance(|instance| instance.scheduler.push(task)),
+        None => push_outside(task),
     }
 }
 
@@ -146,8 +229,84 @@ pub(crate) fn continue_with(task: Task) {
     }
     match scheduler::current() {
         Some(scheduler) => scheduler.push_local(task),
-        None => with_entered_instance(|instance| instance.scheduler.push(task)),
+        None => push_outside(task),
     }
+}
+
+/// The deterministic executor of the instance this thread would use, if
+/// that instance is deterministic (starts one if there is none).
+fn deterministic() -> Option<Arc<Explorer>> {
+    with_entered_instance(|instance| instance.explorer().cloned())
+}
+
+/// Calls `op` on this thread's deterministic executor until it does not
+/// refuse (a closed one: the next instance is tried); `None` when the
+/// instance is not deterministic.
+fn on_explorer<R>(mut op: impl FnMut(&Explorer) -> Result<R, explore::Closed>) -> Option<R> {
+    if !explore::enabled() {
+        return None;
+    }
+    loop {
+        let explorer = deterministic()?;
+        match op(&explorer) {
+            Ok(result) => return Some(result),
+            Err(explore::Closed) => {
+                forget_cached();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// A blocking await (`mlirAsyncRuntimeAwait*`).
+pub(crate) fn wait(completion: &Completion) -> Outcome {
+    if let Some(outcome) = on_explorer(|explorer| explorer.wait(completion)) {
+        return outcome;
+    }
+    wait::wait(completion)
+}
+
+/// Runs `complete`, the completion of a token or value: under a
+/// deterministic schedule, a scheduling point first, and the turn lasts
+/// until its waiters have fired.
+pub(crate) fn completing<R>(complete: impl FnOnce() -> R) -> R {
+    if explore::enabled() {
+        if let Some(explorer) = deterministic() {
+            // A closed executor (a thread outside completing during the
+            // destroy hook) has no turn to give: complete at once.
+            let _turn = explorer.scheduling_point().ok();
+            return complete();
+        }
+    }
+    complete()
+}
+
+/// The id `mlirAsyncRuntimePrintCurrentThreadId` prints under a
+/// deterministic schedule: the thread's agent number (`None` otherwise).
+pub(crate) fn logical_thread_id() -> Option<u64> {
+    // Before the first instance (a program that prints its id first) the
+    // selected schedule decides: ids must not change kind mid-run.
+    if !explore::enabled() && schedule::for_new_instance() == Schedule::Threads {
+        return None;
+    }
+    loop {
+        let explorer = deterministic()?;
+        match explorer.logical_thread_id() {
+            Ok(id) => return Some(id),
+            Err(explore::Closed) => {
+                forget_cached();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Scheduling steps of the current deterministic instance, or else of the
+/// last one destroyed.
+pub(crate) fn schedule_steps() -> u64 {
+    running_instance()
+        .and_then(|instance| instance.explorer().map(|explorer| explorer.steps()))
+        .unwrap_or_else(explore::last_steps)
 }
 
 /// A waiter that resumes a coroutine (`Await*AndExecute`).
@@ -192,7 +351,7 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
 pub(crate) fn num_workers() -> usize {
     match scheduler::current() {
         Some(scheduler) => scheduler.config().workers,
-        None => current_instance().scheduler.config().workers,
+        None => current_instance().config().workers,
     }
 }
 
@@ -204,7 +363,7 @@ fn running_instance() -> Option<Arc<Instance>> {
 /// Starts the current instance if none runs (what the first task would
 /// do); its worker count.
 pub(crate) fn start() -> usize {
-    current_instance().scheduler.config().workers
+    current_instance().config().workers
 }
 
 /// True while an instance runs (between its start and the destroy hook).
@@ -215,12 +374,12 @@ pub(crate) fn is_running() -> bool {
 /// Blocks until the current instance has no task queued or running, or
 /// `timeout` passed; true when idle. Never starts an instance.
 pub(crate) fn wait_idle(timeout: Option<Duration>) -> bool {
-    running_instance().map_or(true, |instance| instance.scheduler.wait_idle(timeout))
+    running_instance().map_or(true, |instance| instance.wait_idle(timeout))
 }
 
 /// Tasks queued or running on the current instance.
 pub(crate) fn tasks_in_flight() -> usize {
-    running_instance().map_or(0, |instance| instance.scheduler.tasks_in_flight())
+    running_instance().map_or(0, |instance| instance.tasks_in_flight())
 }
 
 /// The destroy hook: drains the current instance (a task queued or a
@@ -230,7 +389,7 @@ pub(crate) fn tasks_in_flight() -> usize {
 /// writes the trace and counters and reports the objects still alive. Must
 /// not run on a runtime thread.
 pub(crate) fn destroy(call: &str) {
-    if scheduler::on_runtime_thread() {
+    if scheduler::on_runtime_thread() || explore::on_worker_thread() {
         abort_misuse(call, "called from a worker thread");
     }
     // One destroy at a time: a second one waits until the first is done.
@@ -240,6 +399,20 @@ pub(crate) fn destroy(call: &str) {
     // the main thread's thread-locals.
     let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
     if let Some(instance) = running_instance() {
+        let scheduler = match &instance.executor {
+            Executor::Threads(scheduler) => scheduler,
+            Executor::Deterministic(explorer) => {
+                // Waits until no task is in flight and closes the executor
+                // in one step: a late caller is refused from then on and
+                // goes to the next instance, once this one is not current.
+                explorer.close();
+                take_current(&instance);
+                instance.gate.close();
+                observe::write_results();
+                live::report_live_objects("destroy");
+                return;
+            }
+        };
         if mutation::DESTROY_NO_DRAIN {
             // Mutation 1 (test-only): upstream's unowned pool. Return
             // without waiting for the tasks in flight or the threads
@@ -250,21 +423,27 @@ pub(crate) fn destroy(call: &str) {
         }
         // While the program's tasks finish, any thread may still queue
         // work on this instance: it is drained too.
-        instance.scheduler.drain();
-        CURRENT.with(|slot| {
-            if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, &instance)) {
-                *slot = None;
-            }
-        });
+        scheduler.drain();
+        take_current(&instance);
         // From here on, callers outside the pool go to a fresh instance.
         instance.gate.close_and_wait();
-        instance.scheduler.drain();
-        instance.scheduler.join_threads();
+        scheduler.drain();
+        scheduler.join_threads();
     }
     // Every runtime thread has exited: their trace buffers and counters
     // are final.
     observe::write_results();
     live::report_live_objects("destroy");
+}
+
+/// Takes `instance` out of the current slot, if it is still there: the
+/// next call starts a fresh one.
+fn take_current(instance: &Arc<Instance>) {
+    CURRENT.with(|slot| {
+        if slot.as_ref().is_some_and(|current| Arc::ptr_eq(current, instance)) {
+            *slot = None;
+        }
+    });
 }
 
 // ---- process exit ---------------------------------------------------------------
@@ -289,7 +468,7 @@ fn install_exit_handler() {
 /// The teardown at process exit, when an instance still runs and `exit`
 /// was not called from one of its tasks.
 extern "C" fn at_exit() {
-    if running_instance().is_some() && !scheduler::on_runtime_thread() {
+    if running_instance().is_some() && !scheduler::on_runtime_thread() && !explore::on_worker_thread() {
         destroy("exit");
     }
 }
@@ -335,4 +514,5 @@ extern "C" fn after_fork_in_child() {
         }
     });
     scheduler::forget_thread_context();
+    explore::forget_thread_registration();
 }

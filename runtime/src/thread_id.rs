@@ -5,15 +5,21 @@
 //! when stdout is a pipe. So this goes through `printf` and `fflush`, as the
 //! C++ runtime's `std::cout << … << std::endl` does.
 
-/// Prints `Current thread id: <id>` on C stdout; the id is the thread's
-/// `pthread_t`, like `std::this_thread::get_id()` prints it.
+use crate::runtime;
+
+/// Prints `Current thread id: <id>` on C stdout. The id is the thread's
+/// `pthread_t`, like `std::this_thread::get_id()` prints it; under a
+/// deterministic schedule it is the thread's logical number instead (the
+/// order in which threads joined the schedule), the same in every replay.
 pub(crate) fn print_current_thread_id() {
-    // SAFETY: `pthread_self` has no preconditions.
-    let id = unsafe { libc::pthread_self() } as libc::c_ulong;
+    let id = runtime::logical_thread_id().unwrap_or_else(|| {
+        // SAFETY: `pthread_self` has no preconditions.
+        unsafe { libc::pthread_self() as u64 }
+    });
     // SAFETY: a NUL-terminated format whose one conversion matches the one
     // `c_ulong` argument; `stdout` is C's stream, flushed like `std::endl`.
     unsafe {
-        libc::printf(c"Current thread id: %lu\n".as_ptr(), id);
+        libc::printf(c"Current thread id: %lu\n".as_ptr(), id as libc::c_ulong);
         libc::fflush(std::ptr::null_mut());
     }
 }

@@ -14,6 +14,10 @@
 //! At most [`MAX_EVENTS`] events are kept per process; later ones are
 //! counted and dropped, and the file says how many (`droppedEvents`).
 //!
+//! Timestamps come from [`clock`]: real time, or logical time under a
+//! deterministic schedule, where the file is the same in every replay (its
+//! `pid` is then 1, not the process id).
+//!
 //! File layout: one `thread_name` metadata event ("M") per thread, then a
 //! complete event ("X", `ts` and `dur` in microseconds) per task (`cat`
 //! `task`, `args.origin` and `args.route`) and per blocking wait of any
@@ -25,6 +29,7 @@ use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::clock;
 use crate::sync::process::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::task::{Origin, Route};
 
@@ -184,7 +189,9 @@ fn micros(ns: u64) -> String {
 /// Writes every event recorded so far as Chrome Trace Event JSON.
 pub fn write_json(out: &mut impl Write) -> std::io::Result<()> {
     let reg = registry();
-    let pid = std::process::id();
+    // Under a deterministic schedule the trace is the same in every
+    // replay: no process id, which differs from run to run.
+    let pid = if clock::was_logical() { 1 } else { std::process::id() };
     // Thread indices start at 1: some viewers treat tid 0 specially.
     writeln!(out, "{{\"displayTimeUnit\":\"ns\",")?;
     writeln!(out, "\"otherData\":{{\"droppedEvents\":{}}},", DROPPED.load(Ordering::Relaxed))?;
