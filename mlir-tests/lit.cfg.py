@@ -69,7 +69,10 @@ import lit.formats
 config.name = 'mlir-async-corpus'
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = ['.mlir', '.test']
-config.excludes = ['lib', 'Inputs', 'lit.cfg.py']
+# racy/: programs whose output depends on the order of unordered tasks, for
+# the schedule explorer (docs/exploration.md): they fail by design under
+# some schedules, so they are not passing tests.
+config.excludes = ['lib', 'Inputs', 'racy', 'lit.cfg.py']
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 config.test_exec_root = os.path.join(os.path.dirname(config.test_source_root),
                                      'target', 'lit-mlir-tests')

@@ -14,6 +14,15 @@ Exit status:
   A run that crashes (SIGSEGV, stack overflow included, SIGABRT, ...) is named on stderr
   ('run N crashed: SIGSEGV (stack overflow in thread ...)') and the signal ends the process.";
 
+/// How --explore and --replay choose what runs next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Uniformly among the threads and tasks that can run, at every scheduling point.
+    Random,
+    /// Probabilistic concurrency testing: random priorities, --depth - 1 priority change points.
+    Pct,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
     /// From the file extension; for standard input, from the text.
@@ -109,10 +118,96 @@ pub struct Cli {
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,
 
+    /// Deterministic schedules, under their own heading.
+    #[command(flatten)]
+    pub schedules: ScheduleFlags,
+
     /// FileCheck's options, under their own heading (last, so that the
     /// heading applies to them only).
     #[command(flatten)]
     pub filecheck: FileCheckFlags,
+}
+
+/// Deterministic schedule exploration and replay (our runtime's
+/// MLIR_ASYNC_RUNTIME_SCHEDULE, selected per run through its introspection ABI).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Deterministic schedules (our runtime; docs/exploration.md)")]
+pub struct ScheduleFlags {
+    /// Run N deterministic schedules (seeds S, S+1, ...; see --seed), one run each on a fresh
+    /// runtime instance in which one thread runs at a time, chosen from the seed; stop at the
+    /// first failing run (check, leak, hang, crash, deadlock) and print its seed and the command
+    /// that replays it.
+    #[arg(long, value_name = "N", conflicts_with_all = ["replay", "repeat"], allow_negative_numbers = true,
+          value_parser = parse_schedules)]
+    pub explore: Option<u64>,
+
+    /// Run the deterministic schedule of SEED: the same output and trace every time. With
+    /// --repeat N, N times on fresh instances, each output compared with the first's.
+    #[arg(long, value_name = "SEED", allow_negative_numbers = true, value_parser = parse_seed)]
+    pub replay: Option<u64>,
+
+    /// The first seed of --explore [default: 1].
+    #[arg(long, value_name = "S", requires = "explore", allow_negative_numbers = true, value_parser = parse_seed)]
+    pub seed: Option<u64>,
+
+    /// How the next thread or task is chosen at each scheduling point [default: random].
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub strategy: Option<StrategyArg>,
+
+    /// PCT's bug depth: a bug that needs D ordering constraints is found with probability at
+    /// least 1/(n k^(D-1)) per run [default: 3].
+    #[arg(long, value_name = "D", allow_negative_numbers = true, value_parser = parse_depth)]
+    pub depth: Option<u32>,
+
+    /// PCT's step bound k: the D-1 priority change points are drawn from steps 1..=K [default:
+    /// the steps of one run of the first seed at depth 1, counted before exploring].
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = parse_steps)]
+    pub steps: Option<u64>,
+}
+
+impl ScheduleFlags {
+    /// True with --explore or --replay.
+    pub fn active(&self) -> bool {
+        self.explore.is_some() || self.replay.is_some()
+    }
+
+    pub fn strategy(&self) -> StrategyArg {
+        self.strategy.unwrap_or(StrategyArg::Random)
+    }
+}
+
+/// --explore: a whole number of schedules, at least 1.
+fn parse_schedules(s: &str) -> std::result::Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("the number of schedules is a whole number >= 1, e.g. --explore 1000".to_string()),
+    }
+}
+
+/// --seed, --replay: a decimal u64.
+fn parse_seed(s: &str) -> std::result::Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("a seed is a whole number from 0 to {}, e.g. --replay 17", u64::MAX))
+}
+
+/// The largest --depth (the runtime's bound).
+pub const MAX_DEPTH: u32 = 1000;
+
+/// --depth: 1 to MAX_DEPTH.
+fn parse_depth(s: &str) -> std::result::Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(d) if (1..=MAX_DEPTH).contains(&d) => Ok(d),
+        _ => Err(format!("the depth is a whole number from 1 to {MAX_DEPTH}, e.g. --depth 3")),
+    }
+}
+
+/// --steps: at least 1.
+fn parse_steps(s: &str) -> std::result::Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(k) if k >= 1 => Ok(k),
+        _ => Err("the step bound is a whole number >= 1, e.g. --steps 500".to_string()),
+    }
 }
 
 /// The options of LLVM's `FileCheck` that --check honours, with its names.
@@ -213,6 +308,27 @@ impl Cli {
         }
         if self.entry.is_empty() {
             return Err(Error::usage("--entry must not be empty"));
+        }
+        let sched = &self.schedules;
+        if !sched.active() {
+            for (given, flag) in [(sched.strategy.is_some(), "--strategy"), (sched.depth.is_some(), "--depth"), (sched.steps.is_some(), "--steps")] {
+                if given {
+                    return Err(Error::usage(format!("{flag} applies to --explore N or --replay SEED")));
+                }
+            }
+        }
+        if sched.strategy() != StrategyArg::Pct {
+            for (given, flag) in [(sched.depth.is_some(), "--depth"), (sched.steps.is_some(), "--steps")] {
+                if given {
+                    return Err(Error::usage(format!("{flag} applies to --strategy pct")));
+                }
+            }
+        }
+        if let Some(n) = sched.explore {
+            let first = sched.seed.unwrap_or(1);
+            if first.checked_add(n - 1).is_none() {
+                return Err(Error::usage(format!("--seed {first} with --explore {n} runs past the largest seed {}", u64::MAX)));
+            }
         }
         Ok(())
     }

@@ -6,15 +6,45 @@
 //! faults by the address (see [`threads`], which also gives every thread
 //! the alternate stack the handler needs to run after one).
 //!
+//! While schedules are explored, a note prepared before each run follows
+//! the line on the real standard output: the summary naming the schedule
+//! that crashed and the command that replays it ([`set_note`]).
+//!
 //! The handler uses only async-signal-safe calls (`write`, `prctl`,
 //! `gettid`, `signal`, `raise`) and no allocation.
 
 pub mod threads;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The run in progress (1-based); 0 outside the run loop.
 static CURRENT_RUN: AtomicU64 = AtomicU64::new(0);
+
+/// What the handler writes after its line while schedules are explored:
+/// the summary naming the schedule in progress, on `fd` (the real standard
+/// output), with the signal's name inserted at byte `at` if given.
+struct Note {
+    fd: libc::c_int,
+    text: Box<[u8]>,
+    at: Option<usize>,
+}
+
+static NOTE: AtomicPtr<Note> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Sets (or, with `None`, clears) the note written after a crash line:
+/// `(fd, text, at)`. Call between runs only (the previous note is freed).
+pub fn set_note(note: Option<(libc::c_int, Vec<u8>, Option<usize>)>) {
+    let new = note.map_or(std::ptr::null_mut(), |(fd, text, at)| {
+        let at = at.filter(|&at| at <= text.len());
+        Box::into_raw(Box::new(Note { fd, text: text.into(), at }))
+    });
+    // AcqRel: the handler's Acquire load sees the note's contents.
+    let old = NOTE.swap(new, Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: ours, from `Box::into_raw`; between runs no handler reads it.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
 
 const FATAL_SIGNALS: [(libc::c_int, &str); 5] = [
     (libc::SIGSEGV, "SIGSEGV"),
@@ -134,6 +164,16 @@ extern "C" fn on_fatal_signal(signal: libc::c_int, info: *mut libc::siginfo_t, c
     // handler returns (the signal is blocked until then).
     unsafe {
         libc::write(2, line.as_ptr().cast(), len);
+        let note = NOTE.load(Ordering::Acquire);
+        if !note.is_null() {
+            let note = &*note;
+            let at = note.at.unwrap_or(note.text.len());
+            libc::write(note.fd, note.text.as_ptr().cast(), at);
+            if note.at.is_some() {
+                libc::write(note.fd, name.as_ptr().cast(), name.len());
+            }
+            libc::write(note.fd, note.text[at..].as_ptr().cast(), note.text.len() - at);
+        }
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
     }

@@ -4,13 +4,15 @@
 //!
 //! Stages, one module each: [`input`] (load), [`lower`] (MLIR to LLVM IR),
 //! [`jit`] (LLVM passes and ORC), [`resolve`] (libraries and symbols),
-//! [`run`] (runs, capture in [`capture`], watchdog), [`filecheck`] (check,
+//! [`run`] (runs, capture in [`capture`], watchdog), [`explore`]
+//! (deterministic schedules: --explore, --replay), [`filecheck`] (check,
 //! with LLVM's FileCheck library), [`report`] (summary and progress).
 
 pub mod capture;
 pub mod cli;
 pub mod crash;
 pub mod error;
+pub mod explore;
 pub mod filecheck;
 pub mod input;
 pub mod jit;
@@ -33,7 +35,8 @@ use std::time::Duration;
 /// hook hung, 2 for bad input or usage (see `--help`).
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     install_panic_hook();
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => match e.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -56,7 +59,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             }
         },
     };
-    match run_cli(&cli) {
+    match run_cli(&cli, &args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("jit-harness: {e}");
@@ -115,7 +118,7 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn run_cli(cli: &Cli) -> Result<i32> {
+fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
     cli.validate()?;
     if let Some(path) = &cli.trace {
         check_writable(path)?;
@@ -149,6 +152,16 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     if (cli.trace.is_some() || cli.stats) && libs.introspection.is_none() {
         eprintln!("jit-harness: warning: --trace and --stats need our runtime; {} records nothing", runtime.display());
     }
+    let plan = explore::Plan::from_cli(cli);
+    let schedules = libs.introspection.and_then(|i| i.schedules());
+    if plan.is_some() && schedules.is_none() {
+        libs.destroy();
+        return Err(Error::usage(format!(
+            "--explore and --replay need our runtime's deterministic schedules; {} has no \
+             rust_mlir_async_runtime_select_schedule",
+            runtime.display()
+        )));
+    }
     let built = jit::Jit::build(&ir, &input.name, cli.opt_level, cli.llvm_passes.as_deref(), &cli.entry, |prep| {
         let names: Vec<String> = prep.externals.iter().map(|(n, _)| n.clone()).collect();
         let resolved = libs.resolve(&names)?;
@@ -179,7 +192,11 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     };
     let tally = Arc::new(Mutex::new(run::Tally { summary, times: run::Histogram::new() }));
     let capture = capture::Capture::new()?;
-    let pb = report::progress(cli.repeat);
+    let runs = plan.as_ref().map_or(cli.repeat, explore::Plan::max_runs);
+    let pb = match &plan {
+        Some(p) if !p.replay => report::progress_of(p.count, "schedules"),
+        _ => report::progress(runs),
+    };
     let cfg = run::RunConfig {
         entry,
         kind,
@@ -194,7 +211,7 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     let watchdog = watchdog::Watchdog::start(
         timeout,
         watchdog::Context {
-            repeat: cli.repeat,
+            repeat: runs,
             introspection: libs.introspection,
             tally: tally.clone(),
             stdout_fd: capture.saved_stdout(),
@@ -203,7 +220,20 @@ fn run_cli(cli: &Cli) -> Result<i32> {
         },
     );
     crash::install();
-    let summary = run::run_all(&cfg, check.as_mut(), &capture, &watchdog, tally, &pb);
+    let summary = match (plan, schedules) {
+        (Some(plan), Some(schedules)) => {
+            let exploration = explore::Exploration {
+                plan,
+                schedules,
+                libs: &libs,
+                args,
+                stdout_fd: capture.saved_stdout(),
+                json: cli.json,
+            };
+            exploration.run(&cfg, check.as_mut(), &capture, &watchdog, &tally, &pb)
+        }
+        _ => run::run_all(&cfg, check.as_mut(), &capture, &watchdog, tally, &pb),
+    };
     // Destroy hooks wait for the runtime's tasks (the C++ runtime's can
     // hang on a task that never ends: the watchdog covers it); only then is
     // the JIT'd code freed. The capture lives on for the watchdog's output.
@@ -213,5 +243,10 @@ fn run_cli(cli: &Cli) -> Result<i32> {
     drop(capture);
     drop(jit);
     println!("{}", summary.render(cli.json));
-    Ok(if summary.passed == summary.runs && summary.runs == cli.repeat { 0 } else { 1 })
+    let all_ran = match &summary.schedule {
+        // An exploration that found nothing ran every schedule.
+        Some(s) => s.failing_seed.is_none(),
+        None => summary.runs == cli.repeat,
+    };
+    Ok(if summary.passed == summary.runs && all_ran { 0 } else { 1 })
 }

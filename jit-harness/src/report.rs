@@ -26,6 +26,52 @@ pub struct Summary {
     /// The first failure's message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<String>,
+    /// Deterministic schedules (--explore, --replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleSummary>,
+}
+
+/// What --explore or --replay did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ScheduleSummary {
+    /// `explore` or `replay`.
+    pub mode: String,
+    /// `random` or `pct`.
+    pub strategy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// PCT's step bound (given, or counted on the calibration run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    pub first_seed: u64,
+    /// Schedules run (PCT's calibration run not counted).
+    pub schedules: u64,
+    /// The seed of the schedule that failed (or hung, or crashed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_seed: Option<u64>,
+    /// The harness command that replays it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    /// The environment that replays it under any runner with our runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_env: Option<String>,
+}
+
+impl ScheduleSummary {
+    fn describe(&self) -> String {
+        let what = match (self.strategy.as_str(), self.depth, self.steps) {
+            ("pct", Some(d), Some(k)) => format!("pct (depth {d}, {k} step{})", if k == 1 { "" } else { "s" }),
+            ("pct", Some(d), None) => format!("pct (depth {d})"),
+            (s, _, _) => s.to_string(),
+        };
+        let last = self.first_seed.saturating_add(self.schedules.saturating_sub(1));
+        match (self.mode.as_str(), self.failing_seed) {
+            ("replay", Some(seed)) => format!("replayed {what} schedule seed {seed}: failed"),
+            ("replay", None) => format!("replayed {what} schedule seed {}: passed", self.first_seed),
+            (_, Some(seed)) => format!("{what} schedule seed {seed} failed, after {} schedule(s)", self.schedules),
+            _ => format!("{} {what} schedule(s), seeds {}..={last}: none failed", self.schedules, self.first_seed),
+        }
+    }
 }
 
 fn fmt_us(us: f64) -> String {
@@ -57,6 +103,18 @@ impl Summary {
         if let Some(note) = &self.leak_check_note {
             s.push_str(&format!(" (leak check off: {note})"));
         }
+        if let Some(schedule) = &self.schedule {
+            s.push_str("; ");
+            s.push_str(&schedule.describe());
+            if let (Some(_), Some(replay)) = (schedule.failing_seed, &schedule.replay) {
+                s.push_str("\nreplay: ");
+                s.push_str(replay);
+            }
+            if let (Some(_), Some(env)) = (schedule.failing_seed, &schedule.replay_env) {
+                s.push_str("\nreplay under mlir-cpu-runner (our runtime): ");
+                s.push_str(env);
+            }
+        }
         s
     }
 
@@ -75,11 +133,16 @@ impl Summary {
 
 /// A progress bar on stderr when it is a terminal and there is more than one run.
 pub fn progress(runs: u64) -> ProgressBar {
-    if runs <= 1 || !std::io::stderr().is_terminal() {
+    progress_of(runs, "runs")
+}
+
+/// The same, counting `what` (e.g. `schedules`).
+pub fn progress_of(count: u64, what: &str) -> ProgressBar {
+    if count <= 1 || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let pb = ProgressBar::with_draw_target(Some(runs), ProgressDrawTarget::stderr_with_hz(10));
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs {per_sec} eta {eta} {msg}") {
+    let pb = ProgressBar::with_draw_target(Some(count), ProgressDrawTarget::stderr_with_hz(10));
+    if let Ok(style) = ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {what} {{per_sec}} eta {{eta}} {{msg}}")) {
         pb.set_style(style);
     }
     pb

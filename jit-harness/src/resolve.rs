@@ -59,6 +59,32 @@ impl Stats {
 pub struct Introspection {
     stats_fn: unsafe extern "C" fn(*mut Stats),
     wait_idle_fn: unsafe extern "C" fn(u64) -> bool,
+    /// Deterministic schedules (absent from older builds of ours).
+    schedules: Option<Schedules>,
+}
+
+/// The runtime's choice of schedule for its next instances.
+#[derive(Clone, Copy)]
+pub struct Schedules {
+    select_fn: unsafe extern "C" fn(*const std::ffi::c_char) -> i32,
+    steps_fn: unsafe extern "C" fn() -> u64,
+}
+
+impl Schedules {
+    /// Selects `spec` (`random:SEED`, `pct:SEED:DEPTH:STEPS`) for the
+    /// instances started from now on; false if the runtime rejects it.
+    pub fn select(&self, spec: &str) -> bool {
+        let Ok(c) = CString::new(spec) else { return false };
+        // SAFETY: a NUL-terminated string, as the ABI takes it.
+        unsafe { (self.select_fn)(c.as_ptr()) == 0 }
+    }
+
+    /// Scheduling steps of the current deterministic instance, or of the
+    /// last one destroyed.
+    pub fn steps(&self) -> u64 {
+        // SAFETY: no arguments; safe from any thread per the ABI.
+        unsafe { (self.steps_fn)() }
+    }
 }
 
 impl Introspection {
@@ -72,6 +98,9 @@ impl Introspection {
     pub fn wait_idle(&self, timeout_ms: u64) -> bool {
         // SAFETY: same contract; blocks at most timeout_ms.
         unsafe { (self.wait_idle_fn)(timeout_ms) }
+    }
+    pub fn schedules(&self) -> Option<Schedules> {
+        self.schedules
     }
 }
 
@@ -220,7 +249,16 @@ impl Libraries {
                 rt.get::<unsafe extern "C" fn(*mut Stats)>(b"rust_mlir_async_runtime_stats"),
                 rt.get::<unsafe extern "C" fn(u64) -> bool>(b"rust_mlir_async_runtime_wait_idle"),
             ) {
-                (Ok(s), Ok(w)) => Some(Introspection { stats_fn: *s, wait_idle_fn: *w }),
+                (Ok(s), Ok(w)) => {
+                    let schedules = match (
+                        rt.get::<unsafe extern "C" fn(*const std::ffi::c_char) -> i32>(b"rust_mlir_async_runtime_select_schedule"),
+                        rt.get::<unsafe extern "C" fn() -> u64>(b"rust_mlir_async_runtime_schedule_steps"),
+                    ) {
+                        (Ok(select), Ok(steps)) => Some(Schedules { select_fn: *select, steps_fn: *steps }),
+                        _ => None,
+                    };
+                    Some(Introspection { stats_fn: *s, wait_idle_fn: *w, schedules })
+                }
                 _ => None,
             }
         };
@@ -270,6 +308,17 @@ impl Libraries {
         // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
         let a = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) } as usize;
         (a != 0).then_some(a)
+    }
+
+    /// Calls the runtime's destroy hook (only the runtime's; the libraries
+    /// stay usable): the next call into the runtime starts a fresh
+    /// instance. Must not run while a run is in progress.
+    pub fn destroy_runtime_instance(&self) {
+        if let Some(d) = self.libs.first().and_then(|l| l.destroy) {
+            // SAFETY: hook with signature `void()`; our runtime's may be
+            // called any number of times, each ending the current instance.
+            unsafe { d() };
+        }
     }
 
     /// Calls the destroy hooks (last loaded first), once. Must run before the

@@ -84,6 +84,142 @@ pub struct RunConfig {
     pub json: bool,
 }
 
+/// What one run gave.
+pub struct RunResult {
+    pub elapsed: Duration,
+    /// The failure's one-line message (check and leak together), if any.
+    pub failure: Option<String>,
+    /// FileCheck's headline and details of a failed check.
+    pub headline: String,
+    pub details: String,
+    pub check_failed: bool,
+    pub leaked: bool,
+}
+
+/// Runs the entry point once (run number `i`, 1-based), with its output
+/// captured into `out`, and checks it.
+pub fn run_once(
+    cfg: &RunConfig,
+    i: u64,
+    check: Option<&mut CheckFile>,
+    capture: &Capture,
+    watchdog: &Watchdog,
+    out: &mut Vec<u8>,
+) -> RunResult {
+    let leak = if cfg.leak_check { cfg.introspection } else { None };
+    let before = leak.map(|x| x.stats());
+    crate::crash::set_current_run(i);
+    watchdog.run_started(i);
+    capture.begin();
+    let t0 = Instant::now();
+    // SAFETY: the entry's type was checked against the IR.
+    let ret = unsafe {
+        match cfg.kind {
+            EntryKind::Void => {
+                let f: extern "C" fn() = std::mem::transmute(cfg.entry);
+                f();
+                None
+            }
+            EntryKind::I32 => {
+                let f: extern "C" fn() -> i32 = std::mem::transmute(cfg.entry);
+                Some(f())
+            }
+        }
+    };
+    if let Some(x) = cfg.introspection {
+        // Tasks the entry started may still print; the watchdog bounds this.
+        while !x.wait_idle(1000) {}
+    }
+    let elapsed = t0.elapsed();
+    capture.end(out);
+    watchdog.idle();
+    if let Some(r) = ret {
+        out.extend_from_slice(format!("{r}\n").as_bytes());
+    }
+    if cfg.echo {
+        write_fd(1, out);
+    }
+    let mut result =
+        RunResult { elapsed, failure: None, headline: String::new(), details: String::new(), check_failed: false, leaked: false };
+    if let Some(cf) = check {
+        if let Err(m) = cf.check(out) {
+            result.check_failed = true;
+            result.failure = Some(format!("run {i}: check failed: {}", m.headline));
+            (result.headline, result.details) = (m.headline, m.details);
+        }
+    }
+    if let (Some(x), Some(b)) = (leak, before) {
+        let a = x.stats();
+        if a.live() > b.live() {
+            result.leaked = true;
+            let msg = format!(
+                "run {i} leaked {} runtime objects (live tokens {} -> {}, values {} -> {}, groups {} -> {})",
+                a.live() - b.live(),
+                b.live_tokens,
+                a.live_tokens,
+                b.live_values,
+                a.live_values,
+                b.live_groups,
+                a.live_groups
+            );
+            result.failure = Some(match result.failure.take() {
+                Some(f) => format!("{f}; {msg}"),
+                None => msg,
+            });
+        }
+    }
+    result
+}
+
+/// Describes failing runs on stderr: the first few in full, FileCheck's
+/// details once per distinct failure.
+#[derive(Default)]
+pub struct Reporter {
+    reported: u64,
+    /// Headlines already shown with their details: a repeated failure gets
+    /// its one line only.
+    explained: Vec<String>,
+}
+
+impl Reporter {
+    pub fn report(&mut self, pb: &ProgressBar, result: &RunResult) {
+        let Some(msg) = &result.failure else { return };
+        self.reported += 1;
+        if self.reported <= MAX_REPORTED {
+            let mut text = format!("jit-harness: {msg}\n");
+            if !result.details.is_empty() && !self.explained.iter().any(|h| *h == result.headline) {
+                self.explained.push(result.headline.clone());
+                for line in result.details.lines() {
+                    text.push_str("  ");
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            pb.suspend(|| eprint!("{text}"));
+        } else if self.reported == MAX_REPORTED + 1 {
+            pb.suspend(|| eprintln!("jit-harness: (further failing runs are counted but not described)"));
+        }
+    }
+}
+
+/// Counts run `i` in the tally.
+pub fn record(tally: &Mutex<Tally>, i: u64, result: &RunResult) {
+    if let Ok(mut t) = tally.lock() {
+        t.times.add(result.elapsed);
+        t.summary.runs = i;
+        if result.failure.is_none() {
+            t.summary.passed += 1;
+        } else {
+            // A run can both fail its check and leak; it counts in both.
+            t.summary.failed += result.check_failed as u64;
+            t.summary.leaked += result.leaked as u64;
+            if t.summary.first_failure.is_none() {
+                t.summary.first_failure = result.failure.clone();
+            }
+        }
+    }
+}
+
 /// Runs the entry point `cfg.repeat` times; returns the final summary.
 pub fn run_all(
     cfg: &RunConfig,
@@ -93,110 +229,12 @@ pub fn run_all(
     tally: Arc<Mutex<Tally>>,
     pb: &ProgressBar,
 ) -> Summary {
-    let leak = if cfg.leak_check { cfg.introspection } else { None };
     let mut out = Vec::with_capacity(4096);
-    let mut reported = 0u64;
-    // Headlines already shown with their details: a repeated failure gets
-    // its one line only.
-    let mut explained: Vec<String> = Vec::new();
-    let mut report = |pb: &ProgressBar, msg: &str, headline: &str, details: &str| {
-        reported += 1;
-        if reported <= MAX_REPORTED {
-            let mut text = format!("jit-harness: {msg}\n");
-            if !details.is_empty() && !explained.iter().any(|h| h == headline) {
-                explained.push(headline.to_string());
-                for line in details.lines() {
-                    text.push_str("  ");
-                    text.push_str(line);
-                    text.push('\n');
-                }
-            }
-            pb.suspend(|| eprint!("{text}"));
-        } else if reported == MAX_REPORTED + 1 {
-            pb.suspend(|| eprintln!("jit-harness: (further failing runs are counted but not described)"));
-        }
-    };
+    let mut reporter = Reporter::default();
     for i in 1..=cfg.repeat {
-        let before = leak.map(|x| x.stats());
-        crate::crash::set_current_run(i);
-        watchdog.run_started(i);
-        capture.begin();
-        let t0 = Instant::now();
-        // SAFETY: the entry's type was checked against the IR.
-        let ret = unsafe {
-            match cfg.kind {
-                EntryKind::Void => {
-                    let f: extern "C" fn() = std::mem::transmute(cfg.entry);
-                    f();
-                    None
-                }
-                EntryKind::I32 => {
-                    let f: extern "C" fn() -> i32 = std::mem::transmute(cfg.entry);
-                    Some(f())
-                }
-            }
-        };
-        if let Some(x) = cfg.introspection {
-            // Tasks the entry started may still print; the watchdog bounds this.
-            while !x.wait_idle(1000) {}
-        }
-        let dt = t0.elapsed();
-        capture.end(&mut out);
-        watchdog.idle();
-        if let Some(r) = ret {
-            out.extend_from_slice(format!("{r}\n").as_bytes());
-        }
-        if cfg.echo {
-            write_fd(1, &out);
-        }
-        let mut failure: Option<String> = None;
-        let (mut headline, mut details) = (String::new(), String::new());
-        let mut leaked = false;
-        let mut check_failed = false;
-        if let Some(cf) = check.as_deref_mut() {
-            if let Err(m) = cf.check(&out) {
-                check_failed = true;
-                failure = Some(format!("run {i}: check failed: {}", m.headline));
-                (headline, details) = (m.headline, m.details);
-            }
-        }
-        if let (Some(x), Some(b)) = (leak, before) {
-            let a = x.stats();
-            if a.live() > b.live() {
-                leaked = true;
-                let msg = format!(
-                    "run {i} leaked {} runtime objects (live tokens {} -> {}, values {} -> {}, groups {} -> {})",
-                    a.live() - b.live(),
-                    b.live_tokens,
-                    a.live_tokens,
-                    b.live_values,
-                    a.live_values,
-                    b.live_groups,
-                    a.live_groups
-                );
-                failure = Some(match failure {
-                    Some(f) => format!("{f}; {msg}"),
-                    None => msg,
-                });
-            }
-        }
-        if let Some(msg) = &failure {
-            report(pb, msg, &headline, &details);
-        }
-        if let Ok(mut t) = tally.lock() {
-            t.times.add(dt);
-            t.summary.runs = i;
-            if failure.is_none() {
-                t.summary.passed += 1;
-            } else {
-                // A run can both fail its check and leak; it counts in both.
-                t.summary.failed += check_failed as u64;
-                t.summary.leaked += leaked as u64;
-                if t.summary.first_failure.is_none() {
-                    t.summary.first_failure = failure;
-                }
-            }
-        }
+        let result = run_once(cfg, i, check.as_deref_mut(), capture, watchdog, &mut out);
+        reporter.report(pb, &result);
+        record(&tally, i, &result);
         pb.inc(1);
     }
     crate::crash::set_current_run(0);
