@@ -79,6 +79,28 @@ impl Schedule {
     }
 }
 
+/// `out` with every hexadecimal address (`0x` and 6 or more hex digits,
+/// as `printMemref*` prints a buffer's `base@`) replaced by `0x?`: heap
+/// addresses differ from run to run under any schedule, and a replay's
+/// outputs are compared without them.
+pub fn mask_addresses(out: &[u8]) -> Vec<u8> {
+    let mut masked = Vec::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        if out[i..].starts_with(b"0x") {
+            let digits = out[i + 2..].iter().take_while(|b| b.is_ascii_hexdigit()).count();
+            if digits >= 6 {
+                masked.extend_from_slice(b"0x?");
+                i += 2 + digits;
+                continue;
+            }
+        }
+        masked.push(out[i]);
+        i += 1;
+    }
+    masked
+}
+
 /// Quotes `word` for a POSIX shell when it needs it.
 fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
@@ -152,6 +174,16 @@ pub struct Exploration<'a> {
     pub json: bool,
 }
 
+/// Counts the schedules started (the one in progress, and PCT's
+/// calibration run, included).
+fn set_schedules(tally: &Mutex<Tally>, n: u64) {
+    if let Ok(mut t) = tally.lock() {
+        if let Some(s) = t.summary.schedule.as_mut() {
+            s.schedules = n;
+        }
+    }
+}
+
 /// The placeholder for the signal's name in a crash note.
 const SIGNAL_MARK: char = '\u{1}';
 
@@ -189,15 +221,11 @@ impl Exploration<'_> {
             // only (depth 1), itself a schedule worth checking.
             let calibration = Schedule { seed: plan.first_seed, strategy: StrategyArg::Pct, depth: 1, steps: 1 };
             run += 1;
+            set_schedules(tally, 1);
             let result = self.run_schedule(cfg, check.as_deref_mut(), capture, watchdog, tally, run, calibration, &mut out);
             reporter.report(pb, &result);
             record(tally, run, &result);
             if result.failure.is_some() {
-                if let Ok(mut t) = tally.lock() {
-                    if let Some(s) = t.summary.schedule.as_mut() {
-                        s.schedules = 1;
-                    }
-                }
                 return self.finish(tally, pb, Some(calibration));
             }
             let counted = self.schedules.steps().max(1);
@@ -213,16 +241,18 @@ impl Exploration<'_> {
             let seed = if plan.replay { plan.first_seed } else { plan.first_seed + k };
             let schedule = Schedule { seed, strategy: plan.strategy, depth: plan.depth, steps: steps.unwrap_or(1) };
             run += 1;
+            set_schedules(tally, run);
             let mut result = self.run_schedule(cfg, check.as_deref_mut(), capture, watchdog, tally, run, schedule, &mut out);
             if plan.replay {
+                let output = mask_addresses(&out);
                 match &first_output {
-                    None => first_output = Some(out.clone()),
-                    Some(first) if *first != out => {
+                    None => first_output = Some(output),
+                    Some(first) if *first != output => {
                         let msg = format!(
                             "run {run}: the output differs from run 1's under the same schedule {} ({} vs {} bytes): \
                              the program or the runtime is not deterministic",
                             schedule.spec(),
-                            out.len(),
+                            output.len(),
                             first.len()
                         );
                         result.check_failed = true;
@@ -236,11 +266,6 @@ impl Exploration<'_> {
             }
             reporter.report(pb, &result);
             record(tally, run, &result);
-            if let Ok(mut t) = tally.lock() {
-                if let Some(s) = t.summary.schedule.as_mut() {
-                    s.schedules = k + 1;
-                }
-            }
             pb.inc(1);
             if result.failure.is_some() {
                 return self.finish(tally, pb, Some(schedule));
@@ -348,6 +373,12 @@ mod tests {
         assert!(cmd.starts_with("MLIR_ASYNC_RUNTIME_WORKERS="), "{cmd}");
         let cmd = replay_command(&args(&["h", "p.ll", "--repeat", "3", "--replay", "9"]), 9, StrategyArg::Random, 3, 1);
         assert!(cmd.ends_with(" h p.ll --replay 9"), "{cmd}");
+    }
+
+    #[test]
+    fn addresses_are_masked_and_nothing_else() {
+        let out = b"base@ = 0x55806ff72a30 rank = 1\nvalue 0x1f\n0xABCDEF0\n";
+        assert_eq!(mask_addresses(out), b"base@ = 0x? rank = 1\nvalue 0x1f\n0x?\n".to_vec());
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub struct ScheduleSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<u64>,
     pub first_seed: u64,
-    /// Schedules run (PCT's calibration run not counted).
+    /// Schedules run, the last one included even if it did not finish
+    /// (PCT's calibration run, with the first seed at depth 1, included).
     pub schedules: u64,
     /// The seed of the schedule that failed (or hung, or crashed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -64,12 +65,11 @@ impl ScheduleSummary {
             ("pct", Some(d), None) => format!("pct (depth {d})"),
             (s, _, _) => s.to_string(),
         };
-        let last = self.first_seed.saturating_add(self.schedules.saturating_sub(1));
         match (self.mode.as_str(), self.failing_seed) {
             ("replay", Some(seed)) => format!("replayed {what} schedule seed {seed}: failed"),
             ("replay", None) => format!("replayed {what} schedule seed {}: passed", self.first_seed),
             (_, Some(seed)) => format!("{what} schedule seed {seed} failed, after {} schedule(s)", self.schedules),
-            _ => format!("{} {what} schedule(s), seeds {}..={last}: none failed", self.schedules, self.first_seed),
+            _ => format!("{} {what} schedule(s) from seed {}: none failed", self.schedules, self.first_seed),
         }
     }
 }

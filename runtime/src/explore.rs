@@ -319,7 +319,7 @@ impl Explorer {
         });
         let watched = Arc::clone(&explorer);
         let watcher = std::thread::Builder::new()
-            .name("mlir-async-det-watch".into())
+            .name("mlir-det-watch".into())
             .spawn(move || watched.watch_for_deadlock())
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start a thread: {e}")));
         lock(&explorer.state).threads.push(watcher);
@@ -647,7 +647,7 @@ impl Explorer {
         st.workers += 1;
         let explorer = self.this.upgrade().expect("an explorer that decides is alive");
         let thread = std::thread::Builder::new()
-            .name(format!("mlir-async-det-{number}"))
+            .name(format!("mlir-det-{number}"))
             .stack_size(STACK_SIZE)
             .spawn(move || explorer.run_worker(me))
             .unwrap_or_else(|e| abort_misuse("deterministic schedule", &format!("cannot start a worker thread: {e}")));
