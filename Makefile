@@ -63,10 +63,11 @@ build: toolchain ## builds the runtime (.so and .a), jit-harness and trace-view 
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
 # ahead-of-time test, the checks of this build itself, the reliability
 # suite's CI part (loom models, the re-injected historic bugs, a reduced
-# stress run: docs/reliability.md), and the benchmarks' CI part (the floor
+# stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
-# holds: bench/README.md).
-test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci ## what CI runs: make setup, then every target marked (make test)
+# holds: bench/README.md), and the corpus under deterministic schedules
+# (make explore-ci: docs/exploration.md).
+test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Deterministic schedules (docs/exploration.md) over the project's programs.
+
+  explore.py corpus   every corpus program of target/corpus/manifest.tsv under
+                      a few seeds of both strategies (jit-harness --explore),
+                      and replayed twice in one process with the same output
+                      (--replay --repeat 2): what passes normally must pass in
+                      the deterministic mode too (make explore-ci, make test).
+  explore.py table    the runs-to-failure table of the racy programs
+                      (mlir-tests/racy/): runs of the multithreaded runtime
+                      with and without MLIR_ASYNC_RUNTIME_FUZZ until the
+                      failure shows, schedules --explore needs (random, PCT),
+                      and --replay reproducing it in 100 of 100 processes
+                      (same output bytes, same trace file). --write FILE puts
+                      the table between the explore-table markers of FILE.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def harness_json(cmd, env=None, timeout=600):
+    """Runs the harness with --json; (exit code, summary dict or None, stderr)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=full_env, timeout=timeout)
+    summary = None
+    lines = p.stdout.strip().splitlines()
+    if lines:
+        try:
+            summary = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            pass
+    return p.returncode, summary, p.stderr
+
+
+def manifest_rows(path):
+    cols = None
+    with open(path) as f:
+        for line in f:
+            fields = line.rstrip('\n').split('\t')
+            if fields[0].startswith('#'):
+                cols = [c.lstrip('#') for c in fields]
+                continue
+            if not fields[0]:
+                continue
+            yield dict(zip(cols, fields))
+
+
+def row_args(row, harness, runtime, libs):
+    args = [harness, row['ll'], '--runtime', runtime, '--shared-lib', libs,
+            '--check', row['check_file'], '--entry', row['entry'], '--name', row['name']]
+    if row['check_prefix'] not in ('-', 'CHECK'):
+        args += ['--check-prefix', row['check_prefix']]
+    env = {}
+    if row['env'] != '-':
+        for kv in row['env'].split():
+            k, v = kv.split('=', 1)
+            env[k] = v
+    return args, env
+
+
+def corpus(a):
+    light = set(filter(None, a.light.split(',')))
+    failures = 0
+    total_start = time.time()
+    print(f"explore: {a.schedules} schedule(s) per strategy from seed {a.seed}, then a replay "
+          f"twice in one process; light programs ({', '.join(sorted(light)) or 'none'}): one "
+          f"schedule per strategy, no replay")
+    for row in manifest_rows(a.manifest):
+        req = row.get('requires', '-')
+        if req != '-' and 'rust-runtime' not in req.split(','):
+            continue
+        if row.get('xfail', '-') != '-' and 'rust-runtime' in row['xfail']:
+            continue
+        args, env = row_args(row, a.harness, a.runtime, a.libs)
+        n = 1 if row['name'] in light else a.schedules
+        runs = [('random', args + ['--explore', str(n), '--seed', str(a.seed), '--json']),
+                ('pct', args + ['--explore', str(n), '--seed', str(a.seed), '--strategy', 'pct', '--json'])]
+        if row['name'] not in light:
+            runs.append(('replay', args + ['--replay', str(a.seed), '--repeat', '2', '--json']))
+        cells = []
+        ok = True
+        for label, cmd in runs:
+            start = time.time()
+            try:
+                code, summary, err = harness_json(cmd + ['--timeout', str(a.timeout)], env, timeout=a.timeout * (n + 3))
+            except subprocess.TimeoutExpired:
+                code, summary, err = -1, None, 'timed out'
+            secs = time.time() - start
+            if code == 0 and summary:
+                sched = summary.get('schedule', {})
+                extra = f", k={sched['steps']}" if label == 'pct' and sched.get('steps') else ''
+                cells.append(f"{label} {summary['passed']}/{summary['runs']}{extra} {secs:.1f}s")
+            else:
+                ok = False
+                why = (summary or {}).get('first_failure') or (err.strip().splitlines() or ['?'])[-1]
+                cells.append(f"{label} FAILED ({why[:200]})")
+                if summary and summary.get('schedule', {}).get('replay'):
+                    cells.append('replay: ' + summary['schedule']['replay'])
+        failures += 0 if ok else 1
+        print(f"{row['name']:30} {'pass' if ok else 'FAIL'}  " + '; '.join(cells), flush=True)
+    print(f"explore: {failures} program(s) failed, {time.time() - total_start:.0f} s")
+    return 1 if failures else 0
+
+
+def lower(src, out, llvm_bin):
+    pipeline = subprocess.run([sys.executable, os.path.join(ROOT, 'mlir-tests/lib/pipelines.py')],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    ir = subprocess.run([os.path.join(llvm_bin, 'mlir-opt'), src, f'--pass-pipeline={pipeline}'],
+                        capture_output=True, check=True).stdout
+    subprocess.run([os.path.join(llvm_bin, 'mlir-translate'), '--mlir-to-llvmir', '-o', out],
+                   input=ir, check=True)
+
+
+def first_failing_run(summary):
+    f = summary.get('first_failure') or ''
+    if f.startswith('run '):
+        return int(f.split()[1].rstrip(':'))
+    return None
+
+
+def replay_many(command, times, tmp):
+    """Runs a printed replay command `times` times with --echo and --trace;
+    (runs that failed their check again, identical outputs, identical traces)."""
+    outputs, traces, failed = [], [], 0
+    for i in range(times):
+        trace = os.path.join(tmp, f'replay-{i}.json')
+        extra = f' --echo --trace {shlex.quote(trace)}' + ('' if ' --json' in command else ' --json')
+        p = subprocess.run(command + extra, shell=True, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        lines = p.stdout.splitlines()
+        if not lines:
+            sys.exit(f'explore table: the replay printed nothing: {command}{extra}\n{p.stderr}')
+        summary = json.loads(lines[-1])
+        failed += 1 if p.returncode == 1 and summary['failed'] == 1 else 0
+        outputs.append(hashlib.sha256('\n'.join(lines[:-1]).encode()).hexdigest())
+        with open(trace, 'rb') as f:
+            traces.append(hashlib.sha256(f.read()).hexdigest())
+        os.remove(trace)
+    return failed, outputs.count(outputs[0]), traces.count(traces[0])
+
+
+def table(a):
+    racy_dir = os.path.join(ROOT, 'mlir-tests/racy')
+    names = sorted(f[:-5] for f in os.listdir(racy_dir) if f.endswith('.mlir'))
+    if a.only:
+        names = [n for n in names if n in a.only.split(',')]
+    tmp = tempfile.mkdtemp(prefix='explore-table-')
+    rows = []
+    for name in names:
+        src = os.path.join(racy_dir, name + '.mlir')
+        ll = os.path.join(tmp, name + '.ll')
+        lower(src, ll, a.llvm_bin)
+        base = [a.harness, ll, '--runtime', a.runtime, '--shared-lib', a.libs, '--check', src, '--json']
+        row = {'name': name}
+        for label, env in (('threads', {}), ('fuzz', {'MLIR_ASYNC_RUNTIME_FUZZ': '1'})):
+            _, s, _ = harness_json(base + ['--repeat', str(a.runs)], env)
+            row[label] = (first_failing_run(s), s['failed'] + s['leaked'], s['runs'])
+        for strategy in ('random', 'pct'):
+            needed = []
+            first = None
+            for start in range(a.starts):
+                seed = 1 + 1000 * start
+                cmd = base + ['--explore', str(a.max_schedules), '--seed', str(seed)]
+                if strategy == 'pct':
+                    cmd += ['--strategy', 'pct']
+                _, s, _ = harness_json(cmd)
+                sched = s['schedule']
+                if sched.get('failing_seed') is None:
+                    needed.append(None)
+                    continue
+                # PCT's calibration run is counted in `schedules` too.
+                needed.append(sched['schedules'])
+                if first is None:
+                    first = sched
+            row[strategy] = needed
+            if first is not None:
+                row[strategy + '_replay'] = (first['failing_seed'],) + replay_many(first['replay'], a.replays, tmp)
+            else:
+                row[strategy + '_replay'] = None
+        rows.append(row)
+        print(f"explore table: {name} done", file=sys.stderr, flush=True)
+    text = render(rows, a)
+    print(text)
+    if a.write:
+        with open(a.write) as f:
+            doc = f.read()
+        begin, end = '<!-- explore-table:begin', '<!-- explore-table:end -->'
+        i, j = doc.index(begin), doc.index(end)
+        i = doc.index('\n', i) + 1
+        with open(a.write, 'w') as f:
+            f.write(doc[:i] + text + '\n' + doc[j:])
+    return 0
+
+
+def render(rows, a):
+    def seen(cell):
+        first, bad, runs = cell
+        if first is None:
+            return f"not seen in {runs:,}"
+        return f"run {first:,} ({bad:,} of {runs:,} fail)"
+
+    def needed(cells):
+        found = [c for c in cells if c is not None]
+        if not found:
+            return f"not found in {a.max_schedules} ({a.starts} starts)"
+        missed = len(cells) - len(found)
+        s = f"median {statistics.median(found):g}, max {max(found)}"
+        return s + (f", {missed} of {len(cells)} starts found none in {a.max_schedules}" if missed else '')
+
+    def replayed(cell):
+        if cell is None:
+            return '-'
+        seed, failed, outs, traces = cell
+        return f"seed {seed}: {failed}/{a.replays} fail, {outs}/{a.replays} same output, {traces}/{a.replays} same trace"
+
+    out = [f"| program | multithreaded runtime, {a.runs:,} runs: first failure | with MLIR_ASYNC_RUNTIME_FUZZ=1 "
+           f"| --explore, random: schedules to the failure | --explore, PCT depth 3: schedules to the failure "
+           f"| --replay of random's seed, {a.replays} processes | --replay of PCT's seed, {a.replays} processes |",
+           '|---|---|---|---|---|---|---|']
+    for r in rows:
+        out.append(f"| `{r['name']}` | {seen(r['threads'])} | {seen(r['fuzz'])} | {needed(r['random'])} "
+                   f"| {needed(r['pct'])} | {replayed(r['random_replay'])} | {replayed(r['pct_replay'])} |")
+    return '\n'.join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest='cmd', required=True)
+    for name in ('corpus', 'table'):
+        s = sub.add_parser(name)
+        s.add_argument('--harness', required=True)
+        s.add_argument('--runtime', required=True)
+        s.add_argument('--libs', required=True, help='comma-separated runner utils')
+    c = sub.choices['corpus']
+    c.add_argument('--manifest', required=True)
+    c.add_argument('--schedules', type=int, default=2)
+    c.add_argument('--seed', type=int, default=1)
+    c.add_argument('--light', default='', help='programs run with one schedule per strategy, no replay')
+    c.add_argument('--timeout', type=int, default=120)
+    t = sub.choices['table']
+    t.add_argument('--llvm-bin', default='/usr/lib/llvm-19/bin')
+    t.add_argument('--runs', type=int, default=10000)
+    t.add_argument('--starts', type=int, default=20, help='explorations from different first seeds')
+    t.add_argument('--max-schedules', type=int, default=1000)
+    t.add_argument('--replays', type=int, default=100)
+    t.add_argument('--only', default='')
+    t.add_argument('--write', help='a file with explore-table markers to update')
+    a = p.parse_args()
+    sys.exit(corpus(a) if a.cmd == 'corpus' else table(a))
+
+
+if __name__ == '__main__':
+    main()
