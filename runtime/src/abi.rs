@@ -90,11 +90,11 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAddTokenToGroup(token: *mut Token, grou
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceToken(token: *mut Token) {
     const CALL: &str = "mlirAsyncRuntimeEmplaceToken";
-    // SAFETY: checked, then completed; no use afterwards.
-    unsafe {
-        Token::from_abi(token, CALL);
-        runtime::completing(|| Token::complete(token, Outcome::Available, CALL));
-    }
+    // SAFETY: the caller's live object (the check rejects a foreign one).
+    unsafe { Token::from_abi(token, CALL) };
+    // A scheduling point under a deterministic schedule.
+    // SAFETY: checked above; completed once, and not used afterwards.
+    runtime::completing(|| unsafe { Token::complete(token, Outcome::Available, CALL) });
 }
 
 /// # Safety
@@ -102,11 +102,11 @@ pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceToken(token: *mut Token) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeSetTokenError(token: *mut Token) {
     const CALL: &str = "mlirAsyncRuntimeSetTokenError";
-    // SAFETY: as above.
-    unsafe {
-        Token::from_abi(token, CALL);
-        runtime::completing(|| Token::complete(token, Outcome::Error, CALL));
-    }
+    // SAFETY: the caller's live object (the check rejects a foreign one).
+    unsafe { Token::from_abi(token, CALL) };
+    // A scheduling point under a deterministic schedule.
+    // SAFETY: checked above; completed once, and not used afterwards.
+    runtime::completing(|| unsafe { Token::complete(token, Outcome::Error, CALL) });
 }
 
 /// # Safety
@@ -114,11 +114,11 @@ pub unsafe extern "C" fn mlirAsyncRuntimeSetTokenError(token: *mut Token) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceValue(value: *mut Value) {
     const CALL: &str = "mlirAsyncRuntimeEmplaceValue";
-    // SAFETY: as above.
-    unsafe {
-        Value::from_abi(value, CALL);
-        runtime::completing(|| Value::complete(value, Outcome::Available, CALL));
-    }
+    // SAFETY: the caller's live object (the check rejects a foreign one).
+    unsafe { Value::from_abi(value, CALL) };
+    // A scheduling point under a deterministic schedule.
+    // SAFETY: checked above; completed once, and not used afterwards.
+    runtime::completing(|| unsafe { Value::complete(value, Outcome::Available, CALL) });
 }
 
 /// # Safety
@@ -126,11 +126,11 @@ pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceValue(value: *mut Value) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeSetValueError(value: *mut Value) {
     const CALL: &str = "mlirAsyncRuntimeSetValueError";
-    // SAFETY: as above.
-    unsafe {
-        Value::from_abi(value, CALL);
-        runtime::completing(|| Value::complete(value, Outcome::Error, CALL));
-    }
+    // SAFETY: the caller's live object (the check rejects a foreign one).
+    unsafe { Value::from_abi(value, CALL) };
+    // A scheduling point under a deterministic schedule.
+    // SAFETY: checked above; completed once, and not used afterwards.
+    runtime::completing(|| unsafe { Value::complete(value, Outcome::Error, CALL) });
 }
 
 // ---- queries --------------------------------------------------------------

@@ -276,12 +276,12 @@ pub(crate) struct Explorer {
 
 /// An agent's turn across a runtime call (a completion and the waiters it
 /// fires): a guest gives the baton back when it ends.
-pub(crate) struct Turn<'a> {
-    explorer: &'a Explorer,
+pub(crate) struct Turn {
+    explorer: Arc<Explorer>,
     me: AgentId,
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Turn {
     fn drop(&mut self) {
         let st = lock(&self.explorer.state);
         self.explorer.leave(st, self.me);
@@ -356,7 +356,7 @@ impl Explorer {
 
     /// A scheduling point before a completion: the turn lasts until the
     /// returned guard drops (after the completion fired its waiters).
-    pub(crate) fn scheduling_point(&self) -> Result<Turn<'_>, Closed> {
+    pub(crate) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
         let (st, me) = self.enter()?;
         drop(self.decide_and_wait(st, me, After::GoesOn));
         Ok(Turn { explorer: self, me })

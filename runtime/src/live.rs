@@ -57,6 +57,7 @@ thread_local! {
     static LOCAL: Local = Local::register();
 }
 
+#[inline]
 fn count(kind: Kind, delta: i64) {
     let mut block = tls::with(|slots| slots.live.get()).cast::<Block>();
     if block.is_null() {
@@ -79,11 +80,13 @@ fn count(kind: Kind, delta: i64) {
     cell.store(cell.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
+#[inline]
 pub(crate) fn object_created(kind: Kind) {
     count(kind, 1);
     observe::object_created(kind, || live_objects().total());
 }
 
+#[inline]
 pub(crate) fn object_freed(kind: Kind) {
     count(kind, -1);
 }

@@ -97,6 +97,7 @@ impl Instance {
 
     /// Queues a task from a thread outside the pools; a deterministic
     /// instance closed by the destroy hook gives it back.
+    #[inline(always)]
     fn push(&self, task: Task) -> Result<(), Task> {
         match &self.executor {
             Executor::Threads(scheduler) => {
@@ -191,23 +192,32 @@ fn forget_cached() {
 }
 
 /// Queues a task from a thread outside the ordinary scheduler's pools: on
-/// the instance it entered (a deterministic one that was closed meanwhile
-/// refuses it: then on the next one).
-fn push_outside(mut task: Task) {
+/// the instance it entered.
+#[inline(always)]
+fn push_outside(task: Task) {
+    if let Err(refused) = with_entered_instance(move |instance| instance.push(task)) {
+        push_refused(refused);
+    }
+}
+
+/// A deterministic instance that was closed meanwhile refused the task:
+/// on the next one.
+#[cold]
+#[inline(never)]
+fn push_refused(mut task: Task) {
     loop {
+        forget_cached();
+        std::thread::yield_now();
         match with_entered_instance(move |instance| instance.push(task)) {
             Ok(()) => return,
-            Err(refused) => {
-                task = refused;
-                forget_cached();
-                std::thread::yield_now();
-            }
+            Err(refused) => task = refused,
         }
     }
 }
 
 /// Queues a task from `mlirAsyncRuntimeExecute`: on a runtime thread, in
 /// that thread's next-task slot; elsewhere on the current instance's queue.
+#[inline]
 pub(crate) fn execute(task: Task) {
     if cfg!(loom) {
         // The loom models check the objects' state machines, not the pool:
@@ -223,6 +233,7 @@ pub(crate) fn execute(task: Task) {
 /// Queues a continuation that a completion made ready: on a runtime
 /// thread, in its next-task slot (run when the current task returns);
 /// elsewhere on the current instance.
+#[inline]
 pub(crate) fn continue_with(task: Task) {
     if cfg!(loom) {
         return task.run();
@@ -266,18 +277,25 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     wait::wait(completion)
 }
 
-/// Runs `complete`, the completion of a token or value: under a
-/// deterministic schedule, a scheduling point first, and the turn lasts
-/// until its waiters have fired.
-pub(crate) fn completing<R>(complete: impl FnOnce() -> R) -> R {
+/// Runs `complete`, the completion of a token or value. Under a
+/// deterministic schedule it is a scheduling point, and the turn lasts
+/// until the completion has fired its waiters; otherwise this costs one
+/// relaxed load.
+#[inline(always)]
+pub(crate) fn completing(complete: impl FnOnce()) {
     if explore::enabled() {
-        if let Some(explorer) = deterministic() {
-            // A closed executor (a thread outside completing during the
-            // destroy hook) has no turn to give: complete at once.
-            let _turn = explorer.scheduling_point().ok();
-            return complete();
-        }
+        completing_deterministically(complete)
+    } else {
+        complete()
     }
+}
+
+#[cold]
+#[inline(never)]
+fn completing_deterministically(complete: impl FnOnce()) {
+    // A closed executor (a thread outside completing during the destroy
+    // hook) has no turn to give: the completion happens at once.
+    let _turn = deterministic().and_then(|explorer| explorer.scheduling_point().ok());
     complete()
 }
 
