@@ -175,6 +175,18 @@ fn a_deadlock_names_its_schedule_instead_of_hanging() {
 }
 
 #[test]
+fn a_hang_names_its_schedule() {
+    let (rt, prog) = (s(&our_runtime()), s(&data("hang.ll")));
+    let r = run(&[&prog, "--runtime", &rt, "--explore", "3", "--seed", "40", "--timeout", "1", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("run 1 of 3 hung"), "{}", r.stderr);
+    let summary = summary(&r);
+    assert_eq!(summary["hung"], 1, "{summary}");
+    assert_eq!(summary["schedule"]["failing_seed"], 40, "{summary}");
+    assert!(summary["schedule"]["replay"].as_str().unwrap().ends_with("--replay 40"), "{summary}");
+}
+
+#[test]
 fn bad_exploration_flags_get_one_line_and_exit_2() {
     let (rt, prog) = (s(&our_runtime()), s(&data("hello.mlir")));
     let cxx = s(&cxx_runtime());
