@@ -48,7 +48,7 @@
 //! (that thread may need the baton the waiting one holds: a hang), and
 //! anything else nondeterministic in the program itself (time, addresses).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -213,7 +213,6 @@ struct Registration {
     explorer: Weak<Explorer>,
     id: u64,
     agent: AgentId,
-    role: Role,
 }
 
 impl Drop for Registration {
@@ -226,13 +225,15 @@ impl Drop for Registration {
 
 thread_local! {
     static REGISTERED: RefCell<Option<Registration>> = const { RefCell::new(None) };
+    /// Set on the worker threads. Apart from `REGISTERED`: a type without a
+    /// destructor stays readable while the thread exits (glibc's `exit`
+    /// destroys the caller's thread-locals before the exit handler asks).
+    static WORKER: Cell<bool> = const { Cell::new(false) };
 }
 
 /// True on a worker thread of a deterministic instance.
 pub(crate) fn on_worker_thread() -> bool {
-    REGISTERED
-        .try_with(|r| r.borrow().as_ref().is_some_and(|r| r.role == Role::Worker))
-        .unwrap_or(false)
+    WORKER.with(Cell::get)
 }
 
 /// Forgets this thread's registration without touching its explorer (a
@@ -492,7 +493,7 @@ impl Explorer {
         if role == Role::Primary {
             st.primary = Some(me);
         }
-        let registration = Registration { explorer: self.this.clone(), id: self.id, agent: me, role };
+        let registration = Registration { explorer: self.this.clone(), id: self.id, agent: me };
         let mut old = None;
         // A thread whose local storage is gone (exiting) stays unregistered:
         // it is a new guest at each call.
@@ -657,8 +658,9 @@ impl Explorer {
 
     /// A worker thread: runs the tasks it is handed, one per turn.
     fn run_worker(self: Arc<Explorer>, me: AgentId) {
-        let registration = Registration { explorer: self.this.clone(), id: self.id, agent: me, role: Role::Worker };
+        let registration = Registration { explorer: self.this.clone(), id: self.id, agent: me };
         REGISTERED.with(|r| *r.borrow_mut() = Some(registration));
+        WORKER.with(|w| w.set(true));
         let mut st = lock(&self.state);
         let wake = Arc::clone(&st.agents[me].wake);
         loop {
