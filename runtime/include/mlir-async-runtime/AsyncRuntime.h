@@ -148,6 +148,17 @@ void rust_mlir_async_runtime_stats(RustMlirAsyncRuntimeStats *out);
  * runtime went idle. Never creates the runtime. */
 bool rust_mlir_async_runtime_wait_idle(uint64_t timeout_ms);
 
+/* Selects the schedule of every runtime instance started after the call,
+ * overriding MLIR_ASYNC_RUNTIME_SCHEDULE: "random:SEED",
+ * "pct:SEED[:DEPTH[:STEPS]]" (deterministic: one thread at a time, the
+ * interleaving a function of the seed; docs/exploration.md) or "off"; NULL
+ * goes back to the variable. 0, or -1 for a malformed spec (no change). */
+int rust_mlir_async_runtime_select_schedule(const char *spec);
+
+/* Scheduling steps of the current deterministic instance, or of the last
+ * one destroyed; 0 when there was none. */
+uint64_t rust_mlir_async_runtime_schedule_steps(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
