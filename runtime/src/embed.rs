@@ -28,7 +28,6 @@ use crate::abi;
 use crate::introspection::{self, RuntimeStats};
 use crate::live;
 use crate::runtime;
-use crate::scheduler;
 
 /// Every function that compiled code calls, as `(name, address)`: the
 /// upstream names (`mlirAsyncRuntimeCreateToken`, ...,
@@ -102,7 +101,7 @@ impl Runtime {
     /// Objects are process-wide: a handle still held anywhere in the
     /// program counts as a leak here.
     pub fn shutdown(self) -> Result<(), ShutdownError> {
-        if scheduler::on_runtime_thread() {
+        if runtime::on_runtime_thread() {
             return Err(ShutdownError::OnRuntimeThread);
         }
         runtime::destroy("Runtime::shutdown");

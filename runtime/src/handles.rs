@@ -50,9 +50,9 @@ use crate::completion::{Completion, Outcome};
 use crate::future_waiter::{poll_completion, Registration};
 use crate::group::Group;
 use crate::object::{self, Header, RuntimeObject};
+use crate::runtime;
 use crate::token::Token;
 use crate::value::Value;
-use crate::wait;
 
 /// The object a handle awaits completed in the error state: a task set it
 /// (`async.runtime.set_error`, or a failed `cf.assert` inside
@@ -134,7 +134,9 @@ impl<T: Awaitable> Handle<T> {
     }
 
     fn wait(&self) -> Outcome {
-        wait::wait(self.get().completion())
+        // Through the runtime: under a deterministic schedule the waiting
+        // thread is one of its agents (it may hold the turn).
+        runtime::wait(self.get().completion())
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Outcome> {

@@ -129,5 +129,5 @@ pub use value::Value;
 
 /// True on a runtime thread, running a task (tests check where tasks run).
 pub fn on_runtime_thread() -> bool {
-    scheduler::on_runtime_thread() || explore::on_worker_thread()
+    runtime::on_runtime_thread()
 }

@@ -373,6 +373,12 @@ pub(crate) fn num_workers() -> usize {
     }
 }
 
+/// True on a thread that runs an instance's tasks: a worker or spare of
+/// the multithreaded scheduler, or a worker of a deterministic one.
+pub(crate) fn on_runtime_thread() -> bool {
+    scheduler::on_runtime_thread() || explore::on_worker_thread()
+}
+
 /// The current instance, if one runs (never starts one).
 fn running_instance() -> Option<Arc<Instance>> {
     CURRENT.with(|slot| slot.clone())
@@ -407,7 +413,7 @@ pub(crate) fn tasks_in_flight() -> usize {
 /// writes the trace and counters and reports the objects still alive. Must
 /// not run on a runtime thread.
 pub(crate) fn destroy(call: &str) {
-    if scheduler::on_runtime_thread() || explore::on_worker_thread() {
+    if on_runtime_thread() {
         abort_misuse(call, "called from a worker thread");
     }
     // One destroy at a time: a second one waits until the first is done.
@@ -486,7 +492,7 @@ fn install_exit_handler() {
 /// The teardown at process exit, when an instance still runs and `exit`
 /// was not called from one of its tasks.
 extern "C" fn at_exit() {
-    if running_instance().is_some() && !scheduler::on_runtime_thread() && !explore::on_worker_thread() {
+    if running_instance().is_some() && !on_runtime_thread() {
         destroy("exit");
     }
 }
