@@ -20,6 +20,7 @@ pub mod lower;
 pub mod report;
 pub mod resolve;
 pub mod run;
+pub mod tally;
 pub mod text;
 pub mod watchdog;
 
@@ -190,7 +191,7 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         leak_check_note: note,
         ..Default::default()
     };
-    let tally = Arc::new(Mutex::new(run::Tally { summary, times: run::Histogram::new() }));
+    let tally = Arc::new(Mutex::new(tally::Tally { summary, times: tally::Histogram::new() }));
     let capture = capture::Capture::new()?;
     let runs = plan.as_ref().map_or(cli.repeat, explore::Plan::max_runs);
     let pb = match &plan {

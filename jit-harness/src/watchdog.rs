@@ -7,7 +7,7 @@
 use crate::capture::write_fd;
 use crate::report::Summary;
 use crate::resolve::Introspection;
-use crate::run::Tally;
+use crate::tally::Tally;
 use indicatif::ProgressBar;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
