@@ -3,7 +3,8 @@
  * used only as a yardstick by `make bench` and `make bench-instr`
  * (bench/README.md). It implements the same C ABI as our runtime and the
  * C++ one (docs/runtime-abi.md in the shared docs: the 25 mlirAsyncRuntim*
- * functions plus both runner hook pairs), on one thread and with no locks or
+ * functions plus both runner hook pairs, and our rust_mlir_async_runtime_wait_idle),
+ * on one thread and with no locks or
  * atomics:
  *
  * - Ready work is one LIFO array of (handle, resume) pairs. Execute pushes;
@@ -367,6 +368,16 @@ EXPORT void __mlir_execution_engine_destroy(void) {
   free(rt.ready);
   rt.ready = NULL;
   rt.len = rt.cap = 0;
+}
+
+/* Our runtime's introspection call (docs/introspection-abi.md), which
+ * programs of the corpus use: true once no task is in flight. Here: once
+ * everything queued has run. */
+EXPORT bool rust_mlir_async_runtime_wait_idle(uint64_t timeout_ms) {
+  (void)timeout_ms;
+  while (run_one()) {
+  }
+  return true;
 }
 
 EXPORT void __mlir_runner_init(void *symbols) {
