@@ -115,6 +115,12 @@ static bool run_one(void) {
   return true;
 }
 
+/* Runs everything queued, including what that readies. */
+static void run_all(void) {
+  while (run_one()) {
+  }
+}
+
 static void block_on(struct object *o, const char *call) {
   while (o->state == PENDING)
     if (!run_one())
@@ -363,8 +369,7 @@ EXPORT void __mlir_execution_engine_init(void *symbols) { (void)symbols; }
 
 /* Runs everything still queued before the JIT-compiled code goes away. */
 EXPORT void __mlir_execution_engine_destroy(void) {
-  while (run_one()) {
-  }
+  run_all();
   free(rt.ready);
   rt.ready = NULL;
   rt.len = rt.cap = 0;
@@ -375,8 +380,7 @@ EXPORT void __mlir_execution_engine_destroy(void) {
  * everything queued has run. */
 EXPORT bool rust_mlir_async_runtime_wait_idle(uint64_t timeout_ms) {
   (void)timeout_ms;
-  while (run_one()) {
-  }
+  run_all();
   return true;
 }
 

@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{run_child, task, ChildRun};
+use common::{run_child, task, ChildRun, TokenPtr};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::Token;
 
 const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
 
@@ -49,19 +48,6 @@ fn sample_peak_threads(stop: Arc<AtomicBool>) -> thread::JoinHandle<usize> {
     })
 }
 
-/// Sends the token's address across threads.
-#[derive(Clone, Copy)]
-struct Ptr(usize);
-
-impl Ptr {
-    fn token(t: *mut Token) -> Ptr {
-        Ptr(t as usize)
-    }
-    fn get(self) -> *mut Token {
-        self.0 as *mut Token
-    }
-}
-
 // ---- scenarios (child side) ------------------------------------------------
 
 /// Task A blocks on T1 (completed later by the test thread); task B,
@@ -69,8 +55,8 @@ impl Ptr {
 /// other's wait.
 fn blocked_chain() {
     for round in 0..20 {
-        let t1 = Ptr::token(mlirAsyncRuntimeCreateToken());
-        let ta = Ptr::token(mlirAsyncRuntimeCreateToken());
+        let t1 = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let ta = TokenPtr::new(mlirAsyncRuntimeCreateToken());
         let (tx, rx) = mpsc::channel();
         // SAFETY: each task gets its own consumer reference.
         unsafe {
@@ -112,7 +98,7 @@ fn many_blocked_on_a_gate(n: usize) {
 fn blocked_on_a_gate(n: usize, open_after: Duration) {
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = sample_peak_threads(Arc::clone(&stop));
-    let gate = Ptr::token(mlirAsyncRuntimeCreateToken());
+    let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
     let done = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::channel();
     for _ in 0..n {
@@ -175,7 +161,7 @@ fn destroy_races_execute() {
 /// A thread outside the pool completes a token that has a continuation
 /// while destroy drains a task.
 fn destroy_races_continuation() {
-    let token = Ptr::token(mlirAsyncRuntimeCreateToken());
+    let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
     let (tx, rx) = mpsc::channel();
     let (h, r) = task(move || {
         // SAFETY: the continuation owns the consumer's reference.
@@ -197,7 +183,7 @@ fn destroy_races_continuation() {
 
 /// Runs a task that completes a token and awaits it.
 fn execute_and_await() {
-    let token = Ptr::token(mlirAsyncRuntimeCreateToken());
+    let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
     // SAFETY: the task owns the producer's reference.
     let (h, r) = task(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) });
     mlirAsyncRuntimeExecute(h, r);

@@ -16,27 +16,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{run_child, task};
+use common::{run_child, task, TokenPtr};
 use mlir_async_runtime::abi::*;
-use mlir_async_runtime::{select_schedule, Token};
+use mlir_async_runtime::select_schedule;
 
 /// One in-process scenario at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A token pointer that crosses into tasks.
-#[derive(Clone, Copy)]
-struct Ptr(usize);
-
-impl Ptr {
-    fn new(t: *mut Token) -> Ptr {
-        Ptr(t as usize)
-    }
-    fn get(self) -> *mut Token {
-        self.0 as *mut Token
-    }
 }
 
 /// What the scenario's tasks record, and a check that no two of them
@@ -72,15 +59,15 @@ impl Log {
 fn mixed_program(log: &Arc<Log>) {
     const N: usize = 6;
     let group = mlirAsyncRuntimeCreateGroup(N as i64) as usize;
-    let gate = Ptr::new(mlirAsyncRuntimeCreateToken());
+    let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
     for i in 0..N {
-        let done = Ptr::new(mlirAsyncRuntimeCreateToken());
+        let done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
         let l = Arc::clone(log);
         let (handle, resume) = task(move || {
             l.body(format!("start {i}"), || {});
             if i % 2 == 0 {
                 // A child task, then a continuation after it.
-                let child = Ptr::new(mlirAsyncRuntimeCreateToken());
+                let child = TokenPtr::new(mlirAsyncRuntimeCreateToken());
                 let lc = Arc::clone(&l);
                 let (h, r) = task(move || {
                     lc.body(format!("child {i}"), || {});
@@ -236,7 +223,7 @@ fn child_scenario() {
         }
         "thread-ids" => {
             mlirAsyncRuntimePrintCurrentThreadId();
-            let done = Ptr::new(mlirAsyncRuntimeCreateToken());
+            let done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
             for _ in 0..3 {
                 let (h, r) = task(|| mlirAsyncRuntimePrintCurrentThreadId());
                 mlirAsyncRuntimeExecute(h, r);
@@ -256,8 +243,8 @@ fn child_scenario() {
         }
         "deadlock" => {
             // A task blocks on a token nobody completes; main awaits it.
-            let never = Ptr::new(mlirAsyncRuntimeCreateToken());
-            let task_done = Ptr::new(mlirAsyncRuntimeCreateToken());
+            let never = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+            let task_done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
             let (h, r) = task(move || {
                 // SAFETY: never completed: that is the point.
                 unsafe { mlirAsyncRuntimeAwaitToken(never.get()) };

@@ -29,6 +29,20 @@ pub fn signal() -> (mpsc::Sender<()>, mpsc::Receiver<()>) {
 
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A token's address, to move into tasks and threads (raw pointers are not
+/// `Send`).
+#[derive(Clone, Copy)]
+pub struct TokenPtr(usize);
+
+impl TokenPtr {
+    pub fn new(t: *mut mlir_async_runtime::Token) -> TokenPtr {
+        TokenPtr(t as usize)
+    }
+    pub fn get(self) -> *mut mlir_async_runtime::Token {
+        self.0 as *mut mlir_async_runtime::Token
+    }
+}
+
 /// Waits for `n` signals, failing the test if they do not come in time.
 pub fn expect_signals(rx: &mpsc::Receiver<()>, n: usize) {
     for i in 0..n {
