@@ -59,8 +59,6 @@ pub(crate) struct Scheduler {
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spares: Arc<Spares>,
     idle: IdleSignal,
-    /// Set when a spare could not start because of the thread cap.
-    at_cap: AtomicBool,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
 }
@@ -215,7 +213,6 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.max_spares()),
             idle: IdleSignal::new(),
-            at_cap: AtomicBool::new(false),
             stuck_reported: AtomicBool::new(false),
         })
     }
@@ -351,8 +348,6 @@ impl Scheduler {
                 let job = Box::new(move || unsafe { this.get() }.run_drainer(DrainerKind::Spare));
                 match self.spares.run(job) {
                     Ok(started) => {
-                        // Relaxed: a diagnostic flag.
-                        self.at_cap.store(false, Ordering::Relaxed);
                         if started {
                             observe::spare_thread_started();
                         }
@@ -363,7 +358,6 @@ impl Scheduler {
                         // goes on and takes a permit back (its drain loop
                         // reacquires one). Trying again now would only
                         // spin.
-                        self.at_cap.store(true, Ordering::Relaxed);
                         let _ = self.drainers.spare_failed();
                     }
                 }
@@ -504,8 +498,11 @@ impl<'a> Blocked<'a> {
     pub(crate) fn check_stuck(&mut self) {
         let s = self.scheduler;
         let snapshot = s.drainers.snapshot();
-        // Relaxed: a diagnostic.
-        let stuck = s.at_cap.load(Ordering::Relaxed)
+        // Read from the spares, not kept in a flag: a flag set by the
+        // thread whose start failed could be cleared afterwards by the
+        // thread that had started the last spare, and the stuck pool went
+        // unreported (seen once in CI).
+        let stuck = s.spares.at_cap()
             && snapshot.blocked() >= snapshot.drainers()
             && !s.queue.is_empty();
         if stuck && self.stuck_before && !s.stuck_reported.swap(true, Ordering::Relaxed) {

@@ -104,6 +104,12 @@ impl Spares {
         }
     }
 
+    /// Every spare the cap allows is alive: [`Spares::run`] starts no new
+    /// one (it may still hand a job to an idle one).
+    pub(crate) fn at_cap(&self) -> bool {
+        lock(&self.state).alive >= self.max
+    }
+
     /// Spare threads alive now.
     pub(crate) fn alive(&self) -> usize {
         lock(&self.state).alive
