@@ -1,6 +1,8 @@
 //! The runtime's configuration, read from the environment when an instance
 //! starts: the number of workers and the cap on threads.
 
+use std::time::Duration;
+
 use crate::misuse::warn;
 
 /// Environment variable that sets the number of worker threads: how many
@@ -10,6 +12,14 @@ pub(crate) const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
 /// Environment variable that caps the runtime's threads: workers plus the
 /// spare threads that take the place of workers blocked in an `Await*`.
 pub(crate) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
+
+/// Environment variable that sets how long an idle spare thread waits for
+/// work before it ends, in milliseconds (default 10 s). Meant for tests
+/// that make spares expire and start again quickly.
+pub(crate) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
+
+/// The default keep-alive of an idle spare thread.
+pub(crate) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// The default cap on the runtime's threads.
 pub const DEFAULT_MAX_THREADS: usize = 512;
@@ -23,6 +33,8 @@ pub(crate) struct Config {
     pub(crate) workers: usize,
     /// Threads at most, workers included.
     pub(crate) max_threads: usize,
+    /// How long an idle spare thread waits for work before it ends.
+    pub(crate) spare_keep_alive: Duration,
 }
 
 impl Config {
@@ -30,12 +42,15 @@ impl Config {
     /// per variable that is malformed or out of range.
     pub(crate) fn from_env() -> Config {
         let default_workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Config::from_values(
+        let mut config = Config::from_values(
             std::env::var(WORKERS_ENV).ok().as_deref(),
             std::env::var(MAX_THREADS_ENV).ok().as_deref(),
             default_workers,
             &mut |line| warn(line),
-        )
+        );
+        config.spare_keep_alive =
+            spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
+        config
     }
 
     /// [`Config::from_env`] on given values, reporting through `warn`.
@@ -74,12 +89,28 @@ impl Config {
                 )),
             }
         }
-        Config { workers: count, max_threads: max }
+        Config { workers: count, max_threads: max, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }
     }
 
     /// Spare threads at most: the cap less the workers.
     pub(crate) fn max_spares(&self) -> usize {
         self.max_threads - self.workers
+    }
+}
+
+/// The spares' keep-alive from `text` (milliseconds), with one warning line
+/// if it is malformed.
+fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration {
+    let Some(text) = text else { return DEFAULT_SPARE_KEEP_ALIVE };
+    match text.trim().parse::<u64>() {
+        Ok(ms) => Duration::from_millis(ms),
+        Err(_) => {
+            warn(&format!(
+                "ignoring {SPARE_KEEP_ALIVE_ENV}={text:?}: expected milliseconds; using {} ms",
+                DEFAULT_SPARE_KEEP_ALIVE.as_millis()
+            ));
+            DEFAULT_SPARE_KEEP_ALIVE
+        }
     }
 }
 
@@ -95,12 +126,13 @@ mod tests {
 
     #[test]
     fn defaults_to_the_machine_and_the_default_cap() {
-        assert_eq!(config(None, None), (Config { workers: 2, max_threads: DEFAULT_MAX_THREADS }, vec![]));
+        assert_eq!(config(None, None), (Config { workers: 2, max_threads: DEFAULT_MAX_THREADS, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }, vec![]));
     }
 
     #[test]
     fn takes_valid_values() {
-        assert_eq!(config(Some(" 3 "), Some("40")).0, Config { workers: 3, max_threads: 40 });
+        let c = config(Some(" 3 "), Some("40")).0;
+        assert_eq!((c.workers, c.max_threads), (3, 40));
     }
 
     #[test]
@@ -114,7 +146,7 @@ mod tests {
     #[test]
     fn rejects_malformed_values_with_a_warning_each() {
         let (c, lines) = config(Some("0"), Some("many"));
-        assert_eq!(c, Config { workers: 2, max_threads: DEFAULT_MAX_THREADS });
+        assert_eq!((c.workers, c.max_threads), (2, DEFAULT_MAX_THREADS));
         assert_eq!(lines.len(), 2, "{lines:?}");
     }
 
@@ -127,6 +159,17 @@ mod tests {
 
     #[test]
     fn a_cap_below_the_default_workers_lowers_them() {
-        assert_eq!(config(None, Some("1")).0, Config { workers: 1, max_threads: 1 });
+        let c = config(None, Some("1")).0;
+        assert_eq!((c.workers, c.max_threads), (1, 1));
+    }
+
+    #[test]
+    fn reads_the_spares_keep_alive_in_milliseconds() {
+        let mut lines = Vec::new();
+        assert_eq!(spare_keep_alive(Some("7"), &mut |l| lines.push(l.to_string())), Duration::from_millis(7));
+        assert_eq!(spare_keep_alive(None, &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
+        assert!(lines.is_empty());
+        assert_eq!(spare_keep_alive(Some("soon"), &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
+        assert_eq!(lines.len(), 1);
     }
 }

@@ -211,7 +211,7 @@ impl Scheduler {
             drainers: Drainers::new(config.workers),
             pool: Mutex::new(Some(pool)),
             pool_threads,
-            spares: Spares::new(config.max_spares()),
+            spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
             stuck_reported: AtomicBool::new(false),
         })

@@ -15,9 +15,6 @@ use crate::sync::thread::{self, Thread};
 /// A job for a spare thread.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
-/// A spare that waits this long without work ends.
-const IDLE_LIFETIME: Duration = Duration::from_secs(10);
-
 /// Stack size of every runtime thread: compiled code may nest deeply within
 /// one task; match the main thread's usual 8 MiB (reserved, not committed).
 pub(crate) const STACK_SIZE: usize = 8 << 20;
@@ -45,6 +42,8 @@ struct State {
 pub(crate) struct Spares {
     state: Mutex<State>,
     max: usize,
+    /// A spare that waits this long without work ends.
+    keep_alive: Duration,
 }
 
 /// [`Spares::run`] could not start a thread: the cap is reached.
@@ -52,8 +51,9 @@ pub(crate) struct Spares {
 pub(crate) struct AtCap;
 
 impl Spares {
-    /// At most `max` spare threads alive at once.
-    pub(crate) fn new(max: usize) -> Arc<Spares> {
+    /// At most `max` spare threads alive at once, each ending after
+    /// `keep_alive` without work.
+    pub(crate) fn new(max: usize, keep_alive: Duration) -> Arc<Spares> {
         Arc::new(Spares {
             state: Mutex::new(State {
                 idle: Vec::new(),
@@ -63,6 +63,7 @@ impl Spares {
                 started: 0,
             }),
             max,
+            keep_alive,
         })
     }
 
@@ -142,7 +143,7 @@ impl Spares {
             }
             state.idle.push(Arc::clone(&mailbox));
         }
-        let deadline = std::time::Instant::now() + IDLE_LIFETIME;
+        let deadline = std::time::Instant::now() + self.keep_alive;
         loop {
             if let Some(job) = lock(&mailbox.job).take() {
                 return Some(job);
