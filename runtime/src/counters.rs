@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::object::Kind;
-use crate::sync::process::{lock, AtomicU64, Mutex, Ordering};
+use crate::sync::process::{AtomicU64, ForkSafeLock, Ordering};
 use crate::task::{Origin, Route};
 
 /// One counter of the table.
@@ -66,12 +66,12 @@ impl Counter {
 
 type Block = [AtomicU64; COUNT];
 
-static BLOCKS: Mutex<Vec<Arc<Block>>> = Mutex::new(Vec::new());
+static BLOCKS: ForkSafeLock<Vec<Arc<Block>>> = ForkSafeLock::new(Vec::new());
 
 thread_local! {
     static LOCAL: Arc<Block> = {
         let block: Arc<Block> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
-        lock(&BLOCKS).push(Arc::clone(&block));
+        BLOCKS.lock().push(Arc::clone(&block));
         block
     };
 }
@@ -95,7 +95,7 @@ pub(crate) fn task_ran(origin: Origin, route: Route) {
     match (origin, route) {
         (Origin::Execute, _) => add(Counter::ExecuteTasks),
         (_, Route::Queued) => add(Counter::ContinuationsPooled),
-        (_, Route::Slot | Route::Nested) => add(Counter::ContinuationsInline),
+        (_, Route::Slot) => add(Counter::ContinuationsInline),
     }
 }
 
@@ -126,7 +126,7 @@ pub(crate) fn object_created(kind: Kind, live: i64) {
 
 /// The totals over every thread so far.
 pub fn totals() -> Vec<(Counter, &'static str, u64)> {
-    let blocks = lock(&BLOCKS);
+    let blocks = BLOCKS.lock();
     ALL.iter()
         .map(|&(counter, label)| {
             let values = blocks.iter().map(|b| b[counter as usize].load(Ordering::Relaxed));
@@ -142,5 +142,15 @@ pub(crate) fn print_table() {
     for (_, label, value) in totals() {
         text.push_str(&format!("  {label:<26}{value:>12}\n"));
     }
-    eprint!("{text}");
+    crate::misuse::write_stderr(&text);
+}
+
+/// Before `fork`: no other thread may hold the registry's lock in the child.
+pub(crate) fn hold_for_fork() {
+    BLOCKS.hold_for_fork();
+}
+
+/// After `fork`, in the parent and in the child.
+pub(crate) fn release_after_fork() {
+    BLOCKS.release_after_fork();
 }

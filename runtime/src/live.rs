@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::object::Kind;
 use crate::observe;
-use crate::sync::process::{lock, AtomicI64, Mutex, Ordering};
+use crate::sync::process::{AtomicI64, ForkSafeLock, Ordering};
 use crate::tls;
 
 /// Net objects created minus freed, per kind, by one thread.
@@ -22,7 +22,7 @@ use crate::tls;
 struct Block([AtomicI64; 3]);
 
 /// The blocks of the threads alive that counted something.
-static BLOCKS: Mutex<Vec<Arc<Block>>> = Mutex::new(Vec::new());
+static BLOCKS: ForkSafeLock<Vec<Arc<Block>>> = ForkSafeLock::new(Vec::new());
 /// The sums of the blocks of threads that exited (under `BLOCKS`' lock).
 static RETIRED: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
 
@@ -32,7 +32,7 @@ struct Local(Arc<Block>);
 impl Local {
     fn register() -> Local {
         let block = Arc::new(Block::default());
-        lock(&BLOCKS).push(Arc::clone(&block));
+        BLOCKS.lock().push(Arc::clone(&block));
         Local(block)
     }
 }
@@ -40,7 +40,7 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         tls::with(|slots| slots.live.set(std::ptr::null()));
-        let mut blocks = lock(&BLOCKS);
+        let mut blocks = BLOCKS.lock();
         for (kind, cell) in self.0 .0.iter().enumerate() {
             // Relaxed: under the lock that readers take too.
             RETIRED[kind].fetch_add(cell.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -65,7 +65,7 @@ fn count(kind: Kind, delta: i64) {
         if block.is_null() {
             // This thread's block is gone (an object freed by a
             // thread-local destructor at thread exit): count it as retired.
-            let _blocks = lock(&BLOCKS);
+            let _blocks = BLOCKS.lock();
             RETIRED[kind as usize].fetch_add(delta, Ordering::Relaxed);
             return;
         }
@@ -106,7 +106,7 @@ impl LiveObjects {
 }
 
 pub(crate) fn live_objects() -> LiveObjects {
-    let blocks = lock(&BLOCKS);
+    let blocks = BLOCKS.lock();
     let sum = |kind: Kind| {
         let k = kind as usize;
         RETIRED[k].load(Ordering::Relaxed) + blocks.iter().map(|b| b.0[k].load(Ordering::Relaxed)).sum::<i64>()
@@ -123,4 +123,14 @@ pub(crate) fn report_live_objects(when: &str) {
             live.tokens, live.values, live.groups
         ));
     }
+}
+
+/// Before `fork`: no other thread may hold the registry's lock in the child.
+pub(crate) fn hold_for_fork() {
+    BLOCKS.hold_for_fork();
+}
+
+/// After `fork`, in the parent and in the child.
+pub(crate) fn release_after_fork() {
+    BLOCKS.release_after_fork();
 }

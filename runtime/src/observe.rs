@@ -189,6 +189,13 @@ pub(crate) fn write_results() {
     }
 }
 
+/// Before `fork`: finishes reading the environment (a child must not find
+/// that one-time read in progress on a thread that does not exist there).
+pub(crate) fn prepare_for_fork() {
+    let _ = mode();
+    clock::start();
+}
+
 extern "C" fn at_exit() {
     // Relaxed: the exit handler runs on the exiting thread, after the
     // writes it would repeat (destroy) on any thread that joined it.

@@ -29,7 +29,7 @@ use std::alloc::Layout;
 use std::cell::Cell;
 use std::ptr;
 
-use crate::sync::process::{AtomicBool, Ordering};
+use crate::sync::process::ForkSafeLock;
 use crate::tls;
 
 /// The block size of class `c` is `(c + 1) * GRANULE`.
@@ -54,6 +54,10 @@ struct FreeList {
     head: *mut FreeBlock,
     len: usize,
 }
+
+// SAFETY: a list owns the free blocks it links (nothing else points to
+// them), so it can move to another thread with them.
+unsafe impl Send for FreeList {}
 
 impl FreeList {
     const EMPTY: FreeList = FreeList { head: ptr::null_mut(), len: 0 };
@@ -95,40 +99,18 @@ impl FreeList {
     }
 }
 
-/// The process-wide store of batches of one class, behind a spin lock
-/// that the `fork` handlers can take (a `std` mutex held at `fork` by
-/// another thread would stay locked in the child).
-struct Depot {
-    locked: AtomicBool,
-    batches: std::cell::UnsafeCell<Vec<FreeList>>,
-}
-
-// SAFETY: `batches` is only touched with `locked` held.
-unsafe impl Sync for Depot {}
+/// The process-wide store of batches of one class, behind a lock that the
+/// `fork` handlers hold across a fork. The lock's acquire/release pair
+/// also hands over the blocks' contents.
+struct Depot(ForkSafeLock<Vec<FreeList>>);
 
 impl Depot {
     const fn new() -> Depot {
-        Depot { locked: AtomicBool::new(false), batches: std::cell::UnsafeCell::new(Vec::new()) }
-    }
-
-    fn lock(&self) {
-        // Acquire: pairs with `unlock`, so the holder sees the blocks the
-        // previous holder handed over (and their contents).
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            std::thread::yield_now();
-        }
-    }
-
-    fn unlock(&self) {
-        self.locked.store(false, Ordering::Release);
+        Depot(ForkSafeLock::new(Vec::new()))
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut Vec<FreeList>) -> R) -> R {
-        self.lock();
-        // SAFETY: the lock is held.
-        let result = f(unsafe { &mut *self.batches.get() });
-        self.unlock();
-        result
+        f(&mut self.0.lock())
     }
 }
 
@@ -315,14 +297,14 @@ pub(crate) unsafe fn unbox<T>(ptr: *mut T) -> T {
 /// Before `fork`: no other thread may hold a depot's lock.
 pub(crate) fn lock_for_fork() {
     for depot in &DEPOTS {
-        depot.lock();
+        depot.0.hold_for_fork();
     }
 }
 
 /// After `fork`, in the parent and in the child.
 pub(crate) fn unlock_after_fork() {
     for depot in &DEPOTS {
-        depot.unlock();
+        depot.0.release_after_fork();
     }
 }
 

@@ -30,12 +30,13 @@
 //!   thread queueing a task, blocking waits, completions) dispatch on the
 //!   instance, or check one relaxed flag ([`explore::enabled`]) first.
 
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::config::Config;
+use crate::counters;
 use crate::explore::{self, Explorer};
 use crate::gate::Gate;
 use crate::misuse::abort_misuse;
@@ -45,8 +46,9 @@ use crate::recycle;
 use crate::schedule::{self, Schedule};
 use crate::scheduler::{self, Scheduler};
 use crate::live;
-use crate::sync::process::{lock, AtomicBool, Mutex, Ordering};
+use crate::sync::process::ForkSafeLock;
 use crate::task::Task;
+use crate::trace;
 use crate::wait;
 
 /// How an instance runs its tasks.
@@ -123,41 +125,23 @@ impl Instance {
     }
 }
 
-/// The current instance, if any, behind a spin lock that the `fork`
-/// handlers can take and release themselves (a `std` mutex held by another
-/// thread at `fork` would stay locked forever in the child).
-struct Current {
-    locked: AtomicBool,
-    instance: UnsafeCell<Option<Arc<Instance>>>,
-}
+/// The current instance, if any, behind a lock that the `fork` handlers
+/// hold across a fork.
+struct Current(ForkSafeLock<Option<Arc<Instance>>>);
 
-// SAFETY: `instance` is only touched with `locked` held.
-unsafe impl Sync for Current {}
-
-static CURRENT: Current = Current { locked: AtomicBool::new(false), instance: UnsafeCell::new(None) };
+static CURRENT: Current = Current(ForkSafeLock::new(None));
 
 impl Current {
-    fn lock(&self) {
-        // Acquire: pairs with `unlock`'s Release, so the holder sees the
-        // previous holder's writes to `instance`.
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            std::thread::yield_now();
-        }
-    }
-
-    fn unlock(&self) {
-        self.locked.store(false, Ordering::Release);
-    }
-
     /// Runs `f` on the slot, under the lock. `f` must not call back here.
     fn with<R>(&self, f: impl FnOnce(&mut Option<Arc<Instance>>) -> R) -> R {
-        self.lock();
-        // SAFETY: the lock is held: no other reference to the slot exists.
-        let result = f(unsafe { &mut *self.instance.get() });
-        self.unlock();
-        result
+        f(&mut self.0.lock())
     }
 }
+
+/// One destroy at a time: a second one waits until the first is done. Not
+/// held across a fork (a destroy may take long): a child resets it, since
+/// the thread that held it does not exist there.
+static DESTROYING: ForkSafeLock<()> = ForkSafeLock::new(());
 
 thread_local! {
     /// The instance this thread (outside the pools) last queued on: saves
@@ -416,9 +400,7 @@ pub(crate) fn destroy(call: &str) {
     if on_runtime_thread() {
         abort_misuse(call, "called from a worker thread");
     }
-    // One destroy at a time: a second one waits until the first is done.
-    static DESTROYING: Mutex<()> = Mutex::new(());
-    let _serial = lock(&DESTROYING);
+    let _serial = DESTROYING.lock();
     // `try_with`: at process exit (`at_exit`), glibc has already destroyed
     // the main thread's thread-locals.
     let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
@@ -510,16 +492,34 @@ fn install_fork_handlers() {
     });
 }
 
-/// Before `fork`: no other thread may be inside `CURRENT`'s lock or a
-/// recycling depot's.
+/// Before `fork`: the forking thread holds every process-wide lock that a
+/// child needs, so no other thread is inside one of them when the child is
+/// made; one-time reads of the environment are finished. The order is the
+/// order in which the runtime nests them (an instance starts under
+/// `CURRENT` and reads the selected schedule; the rest are leaves), so this
+/// cannot deadlock against a thread that takes two.
 extern "C" fn before_fork() {
-    CURRENT.lock();
+    observe::prepare_for_fork();
+    CURRENT.0.hold_for_fork();
+    schedule::hold_for_fork();
+    trace::hold_for_fork();
+    counters::hold_for_fork();
+    live::hold_for_fork();
     recycle::lock_for_fork();
 }
 
-extern "C" fn after_fork_in_parent() {
+/// After `fork`, in the parent and in the child: the reverse order.
+fn release_after_fork() {
     recycle::unlock_after_fork();
-    CURRENT.unlock();
+    live::release_after_fork();
+    counters::release_after_fork();
+    trace::release_after_fork();
+    schedule::release_after_fork();
+    CURRENT.0.release_after_fork();
+}
+
+extern "C" fn after_fork_in_parent() {
+    release_after_fork();
 }
 
 /// In the child: the instance's threads do not exist here. Forget it (its
@@ -527,11 +527,11 @@ extern "C" fn after_fork_in_parent() {
 /// threads), so the next call starts a fresh one.
 extern "C" fn after_fork_in_child() {
     // SAFETY: `before_fork` took the lock in the forking thread, which is
-    // this one, the only thread of the child.
-    let old = unsafe { (*CURRENT.instance.get()).take() };
+    // this one, the only thread of the child; no other reference exists.
+    let old = unsafe { CURRENT.0.held_for_fork() }.take();
     std::mem::forget(old);
-    recycle::unlock_after_fork();
-    CURRENT.unlock();
+    DESTROYING.reset_in_child();
+    release_after_fork();
     let _ = CACHED.try_with(|cached| {
         if let Ok(mut cached) = cached.try_borrow_mut() {
             std::mem::forget(cached.take());

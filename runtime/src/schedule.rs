@@ -13,7 +13,7 @@
 use std::fmt;
 
 use crate::misuse::warn;
-use crate::sync::process::{lock, Mutex, OnceLock};
+use crate::sync::process::{ForkSafeLock, OnceLock};
 
 /// Environment variable that selects a deterministic schedule.
 pub(crate) const SCHEDULE_ENV: &str = "MLIR_ASYNC_RUNTIME_SCHEDULE";
@@ -97,21 +97,26 @@ impl Schedule {
 }
 
 /// A tool's selection, overriding the environment (`None`: no selection).
-static SELECTED: Mutex<Option<Schedule>> = Mutex::new(None);
+static SELECTED: ForkSafeLock<Option<Schedule>> = ForkSafeLock::new(None);
 /// What the environment asks for, read once.
 static FROM_ENV: OnceLock<Schedule> = OnceLock::new();
 
 /// Selects the schedule of the instances started from now on; `None`
 /// goes back to the environment's.
 pub(crate) fn select(schedule: Option<Schedule>) {
-    *lock(&SELECTED) = schedule;
+    *SELECTED.lock() = schedule;
 }
 
 /// The schedule for an instance starting now.
 pub(crate) fn for_new_instance() -> Schedule {
-    if let Some(selected) = *lock(&SELECTED) {
+    if let Some(selected) = *SELECTED.lock() {
         return selected;
     }
+    from_env()
+}
+
+/// What the environment asks for, read once.
+fn from_env() -> Schedule {
     *FROM_ENV.get_or_init(|| {
         let text = std::env::var(SCHEDULE_ENV).unwrap_or_default();
         Schedule::parse(&text).unwrap_or_else(|e| {
@@ -119,6 +124,19 @@ pub(crate) fn for_new_instance() -> Schedule {
             Schedule::Threads
         })
     })
+}
+
+/// Before `fork`: the selection's lock is held, and the environment's
+/// schedule is read (a child must not find its one-time read in progress
+/// on a thread that does not exist there).
+pub(crate) fn hold_for_fork() {
+    let _ = from_env();
+    SELECTED.hold_for_fork();
+}
+
+/// After `fork`, in the parent and in the child.
+pub(crate) fn release_after_fork() {
+    SELECTED.release_after_fork();
 }
 
 #[cfg(test)]

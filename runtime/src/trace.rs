@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::clock;
-use crate::sync::process::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::process::{AtomicBool, AtomicU64, AtomicUsize, ForkSafeGuard, ForkSafeLock, Ordering};
 use crate::task::{Origin, Route};
 
 /// Events per chunk (24 bytes each).
@@ -105,14 +105,24 @@ struct Registry {
     chunks: Vec<Arc<Chunk>>,
 }
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { threads: Vec::new(), chunks: Vec::new() });
+static REGISTRY: ForkSafeLock<Registry> = ForkSafeLock::new(Registry { threads: Vec::new(), chunks: Vec::new() });
 /// Events not kept because [`MAX_EVENTS`] was reached.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Set once [`MAX_EVENTS`] is reached.
 static FULL: AtomicBool = AtomicBool::new(false);
 
-fn registry() -> MutexGuard<'static, Registry> {
-    lock(&REGISTRY)
+fn registry() -> ForkSafeGuard<'static, Registry> {
+    REGISTRY.lock()
+}
+
+/// Before `fork`: no other thread may hold the registry's lock in the child.
+pub(crate) fn hold_for_fork() {
+    REGISTRY.hold_for_fork();
+}
+
+/// After `fork`, in the parent and in the child.
+pub(crate) fn release_after_fork() {
+    REGISTRY.release_after_fork();
 }
 
 thread_local! {
