@@ -6,8 +6,12 @@
 //!
 //! Every runtime thread of a scheduler (pool threads and spares) has one
 //! slot in the registry: pool threads the slot of their rayon index, spares
-//! one of the slots after those, taken when the spare first drains and
-//! freed when it exits.
+//! the slot after those that their spare number gives (unique among the
+//! spares alive, `src/spares.rs`). A thread registers its deque when it
+//! first drains; a slot whose thread ended keeps that thread's (empty)
+//! deque's stealer until the next thread of the slot registers its own.
+//! Nothing here is touched when a thread exits, so a thread's exit never
+//! reaches into its scheduler.
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
@@ -15,48 +19,26 @@ use crate::sync::process::{lock, AtomicUsize, Mutex, Ordering};
 use crate::task::Task;
 
 pub(crate) struct Deques {
-    /// One stealer per thread slot; `None` while no thread owns the slot.
+    /// One stealer per thread slot; `None` until a thread drains there.
     stealers: Box<[Mutex<Option<Stealer<Task>>>]>,
-    /// Slots free for spare threads, lowest last.
-    free_spare_slots: Mutex<Vec<usize>>,
     /// One past the highest slot ever registered: thieves look no further.
     high: AtomicUsize,
 }
 
 impl Deques {
-    /// A registry for `workers` pool threads and up to `max_threads`
-    /// threads in all.
-    pub(crate) fn new(workers: usize, max_threads: usize) -> Deques {
-        Deques {
-            stealers: (0..max_threads).map(|_| Mutex::new(None)).collect(),
-            free_spare_slots: Mutex::new((workers..max_threads).rev().collect()),
-            high: AtomicUsize::new(0),
-        }
+    /// A registry for up to `max_threads` threads.
+    pub(crate) fn new(max_threads: usize) -> Deques {
+        Deques { stealers: (0..max_threads).map(|_| Mutex::new(None)).collect(), high: AtomicUsize::new(0) }
     }
 
-    /// Creates the deque of the thread in `slot` (a pool thread's rayon
-    /// index, or `None` for a spare, which takes a free slot) and
-    /// registers it; returns it with its slot.
-    pub(crate) fn register(&self, slot: Option<usize>) -> (Worker<Task>, usize) {
-        let slot = slot.unwrap_or_else(|| {
-            lock(&self.free_spare_slots)
-                .pop()
-                .expect("no more spare threads than slots: the thread cap bounds both")
-        });
+    /// Creates the deque of the thread in `slot` and registers it.
+    pub(crate) fn register(&self, slot: usize) -> Worker<Task> {
         let worker = Worker::new_lifo();
         *lock(&self.stealers[slot]) = Some(worker.stealer());
         // Relaxed: a bound for thieves; a thief that misses a fresh slot
         // finds nothing there to steal yet.
         self.high.fetch_max(slot + 1, Ordering::Relaxed);
-        (worker, slot)
-    }
-
-    /// Frees the slot of an exiting thread (whose deque is empty).
-    pub(crate) fn unregister(&self, slot: usize, workers: usize) {
-        *lock(&self.stealers[slot]) = None;
-        if slot >= workers {
-            lock(&self.free_spare_slots).push(slot);
-        }
+        worker
     }
 
     /// Steals a batch of tasks from another thread's deque into `local`

@@ -7,10 +7,18 @@
 //! - before each task or continuation runs, the worker sometimes yields its
 //!   core, spins briefly, or sleeps for a few microseconds
 //!   ([`before_task`]);
-//! - a continuation that a completion made ready sometimes runs at once,
-//!   nested in the completing call (as the C++ runtime always does, bounded
-//!   here to a small depth), sometimes through the pool's queues, and
-//!   otherwise takes its usual path ([`continuation_detour`]).
+//! - a continuation that a completion made ready sometimes goes through the
+//!   pool's queues, where another worker may run it while the completing
+//!   task goes on (and the completing thread sometimes yields its core
+//!   right after, so that it does), and otherwise takes its usual path
+//!   ([`continuation_detour`]).
+//!
+//! Every perturbation is one the real scheduler can produce: a delay is
+//! what preemption does, and the queue is a route the scheduler takes
+//! itself. A continuation never runs nested in the completing call: the
+//! real scheduler never does that, and a nested continuation that blocks
+//! holds back every waiter after it in the completion's list, which makes
+//! deadlocks that cannot happen.
 //!
 //! Off costs one relaxed load of a static per hook (the environment is read
 //! once). Each thread draws from its own xorshift stream, seeded from the
@@ -34,13 +42,8 @@ static SEED: AtomicU64 = AtomicU64::new(0);
 /// Threads that have drawn a stream so far (each gets a different one).
 static STREAMS: AtomicU64 = AtomicU64::new(0);
 
-/// Inline continuations deeper than this go their usual way instead, so a
-/// long chain cannot overflow the stack.
-const MAX_INLINE_DEPTH: u32 = 8;
-
 thread_local! {
     static RNG: Cell<u64> = const { Cell::new(0) };
-    static INLINE_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
 /// True when fuzzing is on.
@@ -67,16 +70,15 @@ fn init() -> bool {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_nanos() as u64)
                 | 1;
-            eprintln!("mlir_async_runtime: {FUZZ_ENV}: seed {nanos}");
+            crate::misuse::warn(&format!("{FUZZ_ENV}: seed {nanos}"));
             Some(nanos)
         }
         _ => match text.parse::<u64>() {
             Ok(seed) => Some(seed),
             Err(_) => {
-                eprintln!(
-                    "mlir_async_runtime: ignoring {FUZZ_ENV}={text:?}: \
-                     expected a decimal seed, `random` or `off`"
-                );
+                crate::misuse::warn(&format!(
+                    "ignoring {FUZZ_ENV}={text:?}: expected a decimal seed, `random` or `off`"
+                ));
                 None
             }
         },
@@ -144,6 +146,27 @@ fn perturb() {
     }
 }
 
+/// Called where a runtime thread changes what it is: a drainer that just
+/// left the drainers' count, a spare thread about to end. A delay there is
+/// what preemption at that point would do, and the windows around these
+/// transitions are where lifecycle races live.
+#[inline(always)]
+pub(crate) fn at_transition() {
+    if enabled() {
+        transition_delay();
+    }
+}
+
+#[cold]
+fn transition_delay() {
+    let r = next();
+    match r % 4 {
+        0 => {}
+        1 => std::thread::yield_now(),
+        _ => std::thread::sleep(Duration::from_micros(1 + (r >> 8) % 200)),
+    }
+}
+
 /// Where a continuation made ready by a completion should run instead of
 /// its usual place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,8 +175,10 @@ pub(crate) enum Detour {
     Usual,
     /// Through the pool's queues, where any worker may take it.
     Pool,
-    /// At once, nested in the current call.
-    Inline,
+    /// Through the pool's queues, and the completing thread then yields
+    /// its core: another worker may well run the continuation before the
+    /// completing task goes on.
+    PoolThenYield,
 }
 
 /// The route for a ready continuation: always `Usual` when fuzzing is off.
@@ -170,17 +195,10 @@ pub(crate) fn continuation_detour() -> Detour {
 fn pick_detour() -> Detour {
     perturb();
     // Mostly the usual route; a trip through the pool costs a wake-up of
-    // another worker (tens of microseconds), so it is the rarest.
+    // another worker (tens of microseconds), so it is rarer.
     match next() % 64 {
-        0 => Detour::Pool,
-        1..=12 if INLINE_DEPTH.with(Cell::get) < MAX_INLINE_DEPTH => Detour::Inline,
+        0..=3 => Detour::Pool,
+        4..=6 => Detour::PoolThenYield,
         _ => Detour::Usual,
     }
-}
-
-/// Runs `f` as an inline continuation, counting the nesting depth.
-pub(crate) fn run_inline(f: impl FnOnce()) {
-    INLINE_DEPTH.with(|d| d.set(d.get() + 1));
-    f();
-    INLINE_DEPTH.with(|d| d.set(d.get() - 1));
 }

@@ -31,7 +31,7 @@ use crate::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::fuzz;
 use crate::misuse::{abort_misuse, warn};
 use crate::observe;
-use crate::spares::{Spares, STACK_SIZE};
+use crate::spares::{SpareThread, Spares, STACK_SIZE};
 use crate::sync::process::{lock, Condvar, Mutex};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::task::{Route, Task};
@@ -92,20 +92,14 @@ struct ThreadState {
     deque: RefCell<Option<OwnedDeque>>,
 }
 
-/// A thread's deque and its slot in its scheduler's registry, freed when
-/// the thread exits (before the scheduler's `join_threads` returns).
+/// A thread's deque and its slot in its scheduler's registry. Dropped with
+/// the thread's thread-locals, and touching nothing else then: `owner` only
+/// names the scheduler (it is never dereferenced), since a thread's
+/// thread-local destructors may run after its scheduler is gone.
 struct OwnedDeque {
     owner: *const Scheduler,
     slot: usize,
     worker: Worker<Task>,
-}
-
-impl Drop for OwnedDeque {
-    fn drop(&mut self) {
-        // SAFETY: a scheduler outlives its threads, whose exit runs this.
-        let owner = unsafe { &*self.owner };
-        owner.deques.unregister(self.slot, owner.config.workers);
-    }
 }
 
 impl Drop for ThreadState {
@@ -207,7 +201,7 @@ impl Scheduler {
         Arc::new(Scheduler {
             config,
             queue: Injector::new(),
-            deques: Deques::new(config.workers, config.max_threads),
+            deques: Deques::new(config.max_threads),
             drainers: Drainers::new(config.workers),
             pool: Mutex::new(Some(pool)),
             pool_threads,
@@ -258,7 +252,10 @@ impl Scheduler {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
             fuzz::Detour::Pool => return self.push(task),
-            fuzz::Detour::Inline => return fuzz::run_inline(|| observe::run_task(task, Route::Nested)),
+            fuzz::Detour::PoolThenYield => {
+                self.push(task);
+                return std::thread::yield_now();
+            }
             fuzz::Detour::Usual => {}
         }
         if let Some(older) = with_state(|s| s.next.replace(Some(task))) {
@@ -283,8 +280,13 @@ impl Scheduler {
             if let Some(task) = deque.worker.pop() {
                 return Some((task, Route::Queued));
             }
+            // One task at a time, the oldest: tasks queued from outside
+            // start in the order they were queued (the ABI's invariant 4).
+            // A batch moved into this LIFO deque would run newest first,
+            // and a task that blocks on an older one still in the deque
+            // could then wait forever at the thread cap.
             loop {
-                match self.queue.steal_batch_and_pop(&deque.worker) {
+                match self.queue.steal() {
                     Steal::Success(task) => return Some((task, Route::Queued)),
                     Steal::Empty => break,
                     Steal::Retry => {}
@@ -313,19 +315,19 @@ impl Scheduler {
     }
 
     /// Registers this thread's deque with this scheduler on its first
-    /// drain: a pool thread in the slot of its rayon index, a spare in a
-    /// free one.
-    fn ensure_deque(&self, kind: DrainerKind) {
+    /// drain: a pool thread in the slot of its rayon index, a spare in the
+    /// slot of its spare number, after the pool's.
+    fn ensure_deque(&self, spare: Option<&SpareThread>) {
         with_state(|s| {
             let mut deque = s.deque.borrow_mut();
             if deque.as_ref().is_some_and(|d| std::ptr::eq(d.owner, self)) {
                 return;
             }
-            let slot = match kind {
-                DrainerKind::PoolJob => Some(rayon::current_thread_index().expect("a pool job runs on the pool")),
-                DrainerKind::Spare => None,
+            let slot = match spare {
+                None => rayon::current_thread_index().expect("a pool job runs on the pool"),
+                Some(spare) => self.config.workers + spare.slot(),
             };
-            let (worker, slot) = self.deques.register(slot);
+            let worker = self.deques.register(slot);
             *deque = Some(OwnedDeque { owner: self, slot, worker });
         });
     }
@@ -340,12 +342,12 @@ impl Scheduler {
                 let pool = lock(&self.pool);
                 let pool = pool.as_ref().expect("the pool lives until its threads are joined");
                 // SAFETY: the scheduler outlives its pool's jobs.
-                pool.spawn(move || unsafe { this.get() }.run_drainer(DrainerKind::PoolJob));
+                pool.spawn(move || unsafe { this.get() }.run_drainer(None));
             }
             Start::Spare => {
                 let this = self.as_ref();
                 // SAFETY: the scheduler outlives its spare threads' jobs.
-                let job = Box::new(move || unsafe { this.get() }.run_drainer(DrainerKind::Spare));
+                let job = Box::new(move |spare: &SpareThread| unsafe { this.get() }.run_drainer(Some(spare)));
                 match self.spares.run(job) {
                     Ok(started) => {
                         if started {
@@ -368,9 +370,10 @@ impl Scheduler {
     // ---- the drain loop -----------------------------------------------------
 
     /// Takes tasks (see [`Scheduler::next_task`]) and runs them until there
-    /// are none, holding a permit (taken by whoever started this drainer).
-    fn run_drainer(&self, kind: DrainerKind) {
-        self.ensure_deque(kind);
+    /// are none, holding a permit (taken by whoever started this drainer):
+    /// a pool job, or the job of the spare thread `spare`.
+    fn run_drainer(&self, spare: Option<&SpareThread>) {
+        self.ensure_deque(spare);
         with_state(|s| {
             tls::with(|slots| slots.draining.set((self as *const Scheduler).cast()));
             s.holds_permit.set(true);
@@ -408,7 +411,14 @@ impl Scheduler {
             tls::with(|slots| slots.draining.set(std::ptr::null()));
             s.holds_permit.replace(false)
         });
-        let after = self.drainers.leave(kind, holds_permit);
+        let after = match spare {
+            None => self.drainers.leave(DrainerKind::PoolJob, holds_permit),
+            // The spare can take a job again before it stops counting as
+            // a drainer: a start refused at the cap meanwhile strands
+            // nothing (`src/spares.rs`).
+            Some(spare) => spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, holds_permit)),
+        };
+        fuzz::at_transition();
         self.after_leave(after);
     }
 
@@ -568,5 +578,189 @@ impl IdleSignal {
         drop(guard);
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         idle
+    }
+}
+
+/// loom models of a spare thread's life against the drainers word, on the
+/// real [`Spares`] and [`Drainers`]: a spare start refused at the cap or
+/// by the system, and a spare that goes idle or expires while a push is
+/// in flight. The model's glue is the scheduler's own: a spare's job
+/// drains the model's queue (a `SeqCst` counter, as in `drainers.rs`'s
+/// models), then leaves through [`SpareThread::before_leaving`], and a
+/// refused start gives the permit back (`Scheduler::start_drainer`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use loom::sync::atomic::AtomicUsize;
+    use loom::thread;
+
+    use super::*;
+    use crate::spares::{spawn_thread, SpawnFn};
+    use crate::sync::thread::JoinHandle;
+
+    struct Model {
+        drainers: Drainers,
+        queued: AtomicUsize,
+        ran: AtomicUsize,
+        spares: Arc<Spares>,
+    }
+
+    impl Model {
+        /// One worker, at most `max_spares` spares.
+        fn new(max_spares: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Model> {
+            Arc::new(Model {
+                drainers: Drainers::new(1),
+                queued: AtomicUsize::new(0),
+                ran: AtomicUsize::new(0),
+                spares: Spares::with_spawn(max_spares, keep_alive, spawn),
+            })
+        }
+
+        fn pop(&self) -> bool {
+            let mut n = self.queued.load(Ordering::SeqCst);
+            while n > 0 {
+                match self.queued.compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => return true,
+                    Err(actual) => n = actual,
+                }
+            }
+            false
+        }
+
+        /// `Scheduler::push`.
+        fn push(self: &Arc<Model>) {
+            self.queued.fetch_add(1, Ordering::SeqCst);
+            self.start(self.drainers.after_push());
+        }
+
+        /// `Scheduler::start_drainer` (the pool thread is blocked in these
+        /// models, so every start is a spare's).
+        fn start(self: &Arc<Model>, start: Start) {
+            match start {
+                Start::NotNeeded => {}
+                Start::PoolJob => unreachable!("the only pool thread is in its job"),
+                Start::Spare => {
+                    let m = Arc::clone(self);
+                    if self.spares.run(Box::new(move |spare: &SpareThread| m.drain_as_spare(spare))).is_err() {
+                        let _ = self.drainers.spare_failed();
+                    }
+                }
+            }
+        }
+
+        /// `Scheduler::run_drainer` on a spare thread.
+        fn drain_as_spare(self: &Arc<Model>, spare: &SpareThread) {
+            while self.pop() {
+                self.ran.fetch_add(1, Ordering::SeqCst);
+            }
+            let after = spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, true));
+            if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
+            {
+                self.start(start);
+            }
+        }
+
+        /// The only pool thread takes its permit and blocks inside a task
+        /// (on the task that the model's producer pushes).
+        fn block_the_pool_thread(&self) {
+            assert_eq!(self.drainers.try_start(), Start::PoolJob);
+            let _ = self.drainers.block(true);
+        }
+
+        /// Ends the spares (each runs the jobs handed to it first) and
+        /// checks that every task ran once and the spares left the word.
+        fn shut_down_and_check(&self, tasks: usize) {
+            self.spares.shutdown();
+            assert_eq!(self.spares.alive(), 0, "a spare still counts as alive");
+            assert_eq!(self.ran.load(Ordering::SeqCst), tasks, "a task was stranded or ran twice");
+            let s = self.drainers.snapshot();
+            assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (0, 1, 0, 1));
+        }
+    }
+
+    const FOREVER: Duration = Duration::from_secs(3600);
+
+    /// One worker (blocked), one spare: the spare runs a task, and the
+    /// task that ends the wait is pushed while that spare goes idle. The
+    /// start that push asks for is refused at the cap when the spare is
+    /// still counted as alive but not yet idle; the task must run anyway.
+    #[test]
+    fn a_push_as_the_only_spare_goes_idle_is_run() {
+        loom::model(|| {
+            let m = Model::new(1, FOREVER, spawn_thread);
+            m.block_the_pool_thread();
+            m.push();
+            let producer = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || m.push())
+            };
+            producer.join().unwrap();
+            m.shut_down_and_check(2);
+        });
+    }
+
+    /// The system refuses the first spare thread while another push is in
+    /// flight: the refused start gives its permit and its count back. As at
+    /// the cap, the queued tasks then wait for the next start or for the
+    /// blocked thread to go on, which here drains what is left. (That the
+    /// slot comes back too: `spares.rs`'s tests.)
+    #[test]
+    fn a_spare_start_refused_by_the_system_gives_everything_back() {
+        static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        fn refuse_once(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+            if !REFUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the model"));
+            }
+            spawn_thread(name, main)
+        }
+        loom::model(|| {
+            REFUSED.store(false, std::sync::atomic::Ordering::SeqCst);
+            let m = Model::new(1, FOREVER, refuse_once);
+            m.block_the_pool_thread();
+            let producer = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || m.push())
+            };
+            m.push();
+            producer.join().unwrap();
+            // The blocked pool thread goes on: with a permit it drains the
+            // queue, else (a spare holds it) it leaves.
+            let _ = m.drainers.unblock();
+            let holds_permit = m.drainers.try_reacquire();
+            if holds_permit {
+                while m.pop() {
+                    m.ran.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            let after = m.drainers.leave(DrainerKind::PoolJob, holds_permit);
+            if let AfterLeave::Start(start) = m.drainers.after_leave(after, || m.queued.load(Ordering::SeqCst) == 0) {
+                m.start(start);
+            }
+            m.spares.shutdown();
+            assert_eq!(m.spares.alive(), 0, "the refused start still counts as alive");
+            assert_eq!(m.ran.load(Ordering::SeqCst), 2, "a task was stranded or ran twice");
+            let s = m.drainers.snapshot();
+            assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0));
+        });
+    }
+
+    /// The spare expires at once when idle (keep-alive zero) while a push
+    /// is in flight: the push either hands its job to the spare before it
+    /// ends, or starts a new spare in the slot the old one gave back (and
+    /// joins the old one first); the task runs once either way.
+    #[test]
+    fn a_spare_expiring_while_a_push_is_in_flight() {
+        loom::model(|| {
+            let m = Model::new(1, Duration::ZERO, spawn_thread);
+            m.block_the_pool_thread();
+            m.push();
+            let producer = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || m.push())
+            };
+            producer.join().unwrap();
+            m.shut_down_and_check(2);
+        });
     }
 }

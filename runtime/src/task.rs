@@ -85,8 +85,6 @@ pub enum Route {
     Queued,
     /// From the thread's next-task slot, right after the task before it.
     Slot,
-    /// At once, nested in the completing call (schedule fuzzing only).
-    Nested,
 }
 
 impl Route {
@@ -94,14 +92,12 @@ impl Route {
         match self {
             Route::Queued => "queued",
             Route::Slot => "slot",
-            Route::Nested => "nested",
         }
     }
 
     pub(crate) fn from_u8(bits: u8) -> Route {
         match bits {
             1 => Route::Slot,
-            2 => Route::Nested,
             _ => Route::Queued,
         }
     }
