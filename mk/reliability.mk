@@ -8,6 +8,7 @@
 #   make mutations      each re-injected historic bug is caught (part of make test)
 #   make mutations-full the same, plus AddressSanitizer on the use after free
 #   make sanitize       the runtime's tests under ASan and TSan (nightly)
+#   make churn          the lifecycle tests (fork, the thread cap, spare churn) scaled up CHURN_SCALE times
 #   make reliability-ci the three parts of make test, in order
 
 NIGHTLY              ?= +nightly
@@ -27,14 +28,18 @@ STRESS_MIN_RUNS       ?= 200
 STRESS_CI_MAX_SECONDS ?= 8
 STRESS_CI_MIN_RUNS    ?= 10
 STRESS_ARGS          ?=
+CHURN_SCALE          ?= 20
 
 LOOM_CARGO = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CURDIR)/target/loom \
 	$(CARGO) test --release -p mlir_async_runtime --lib --test loom_objects
 # The sanitizers run the runtime's behavioural tests (not link_order, which
 # inspects the release cdylib with binutils).
-SAN_TESTS = --lib --test groups --test objects --test races --test teardown --test misuse
+SAN_TESTS = --lib --test groups --test objects --test races --test teardown --test misuse --test lifecycle
 
-.PHONY: loom loom-ci stress stress-ci mutations mutations-full sanitize sanitize-asan sanitize-tsan reliability-ci
+.PHONY: loom loom-ci stress stress-ci mutations mutations-full sanitize sanitize-asan sanitize-tsan reliability-ci churn
+
+churn: toolchain ## the lifecycle tests (fork, thread cap, spare churn) scaled up CHURN_SCALE times (default 20)
+	MLIR_ASYNC_RUNTIME_TEST_SCALE=$(CHURN_SCALE) $(CARGO) test --release -p mlir_async_runtime --test lifecycle
 
 loom-ci: toolchain ## loom models, LOOM_MAX_PREEMPTIONS=2 (make test)
 	LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) $(LOOM_CARGO)
