@@ -293,6 +293,32 @@ mod tests {
         spares.shutdown();
     }
 
+    /// A spare's thread-local destructors run after its closure returned
+    /// (`JoinHandle::is_finished` is already true then): shutdown must
+    /// still wait for them, also when another start came in between (the
+    /// instance is freed after shutdown, and a destructor may touch it).
+    #[test]
+    fn shutdown_returns_only_after_every_spare_thread_ended_completely() {
+        static DONE: AtomicUsize = AtomicUsize::new(0);
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(100));
+                DONE.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        thread_local! { static SLOW: SlowDrop = const { SlowDrop }; }
+        let spares = Spares::new(2, Duration::ZERO);
+        let (tx, rx) = mpsc::channel();
+        assert!(spares.run(Box::new(move |_| SLOW.with(|_| tx.send(()).unwrap()))).unwrap());
+        rx.recv().unwrap();
+        // It ends at once (keep-alive zero); its destructor sleeps.
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(spares.run(Box::new(|_| {})).is_ok());
+        spares.shutdown();
+        assert_eq!(DONE.load(Ordering::SeqCst), 1, "a spare's thread-local destructor ran after shutdown returned");
+    }
+
     /// Spares that end after a zero keep-alive give their slots back at
     /// once and are joined by the next start: a thousand starts at a cap
     /// of one never find the slot taken.

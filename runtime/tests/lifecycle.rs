@@ -28,7 +28,14 @@ const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
 /// `make test` runs the default, 1).
 const SCALE_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCALE";
 
+/// Sets the rounds of every scenario outright (`scripts/lifecycle-repeat.sh`
+/// runs many short children).
+const ROUNDS_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_ROUNDS";
+
 fn scaled(rounds: usize) -> usize {
+    if let Some(n) = std::env::var(ROUNDS_ENV).ok().and_then(|s| s.parse::<usize>().ok()) {
+        return n.max(1);
+    }
     let scale = std::env::var(SCALE_ENV).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(1);
     rounds * scale.max(1)
 }
@@ -317,6 +324,9 @@ fn spare_churn(bursts: usize, keep_alive_us: u64) {
             let (h, r) = task(|| {});
             mlirAsyncRuntimeExecute(h, r);
         }
+        // The blocked tasks reach their wait (spares start for them)
+        // before the gate opens.
+        spin_for(100 + jitter.below(300));
         open(gate);
         for _ in 0..blocked {
             recv_or_exit(&rx, &format!("burst {burst}: a blocked task"), Duration::from_secs(10));
@@ -329,6 +339,28 @@ fn spare_churn(bursts: usize, keep_alive_us: u64) {
     }
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
+    __mlir_execution_engine_destroy();
+}
+
+/// One worker, one spare (cap two): every round blocks the worker and
+/// then the spare on a gate, so each round needs the spare; rounds are
+/// spaced about one keep-alive apart, so the spare often ends just as the
+/// next round starts a new one.
+fn spare_expiry_against_a_start(rounds: usize, keep_alive_us: u64) {
+    let mut jitter = Jitter(0x853c_49e6_748f_ea9b);
+    for round in 0..rounds {
+        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let (tx, rx) = mpsc::channel();
+        execute_blocked_on(gate, tx.clone());
+        execute_blocked_on(gate, tx);
+        // Both reach their wait (the second on the spare) before it opens.
+        thread::sleep(Duration::from_micros(300));
+        open(gate);
+        for _ in 0..2 {
+            recv_or_exit(&rx, &format!("round {round}: a blocked task"), Duration::from_secs(10));
+        }
+        spin_for(keep_alive_us + jitter.below(keep_alive_us / 2));
+    }
     __mlir_execution_engine_destroy();
 }
 
@@ -385,6 +417,7 @@ fn scenario_child() {
         "chain-of-five" => blocking_chain_of_five(),
         "push-as-spare-idles" => push_as_the_only_spare_goes_idle(scaled(2000)),
         "spare-churn" => spare_churn(scaled(2000), 1000),
+        "spare-expiry" => spare_expiry_against_a_start(scaled(3000), 1000),
         "two-continuations" => two_continuations_one_blocks_on_the_other(),
         other => panic!("unknown scenario {other}"),
     }
@@ -484,6 +517,26 @@ fn spares_that_expire_while_work_arrives_are_replaced() {
             &[
                 ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
                 ("MLIR_ASYNC_RUNTIME_MAX_THREADS", cap),
+                ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
+                ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
+            ],
+            Duration::from_secs(120),
+        );
+    }
+}
+
+/// A spare that ends (its keep-alive passed) while the next start at the
+/// cap begins: the new spare must find a slot, and the ended one is
+/// joined before the instance goes (with fuzzing, the ending spare is
+/// delayed right after it stopped counting as alive).
+#[test]
+fn a_spare_started_as_the_last_one_ends_finds_a_slot() {
+    for fuzz in ["off", "1", "2"] {
+        assert_scenario(
+            "spare-expiry",
+            &[
+                ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
+                ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "2"),
                 ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
                 ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
             ],
