@@ -73,6 +73,8 @@ def main():
     if args.lib:
         async_runtime_switch.use_our_runtime(args.lib)
     for name in args.programs.split(","):
+        # Which program a crash happened in (run.py shows stderr's tail).
+        print(f"child: {name}", file=sys.stderr, flush=True)
         out["programs"][name] = run(name, args.calls)
     out["mapped"] = mapped_runtimes()
     json.dump(out, sys.stdout)
