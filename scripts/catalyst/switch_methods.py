@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PROGRAM = "several"
+PROGRAM = "in-for-loop"
 SYMBOL = "mlirAsyncRuntimeExecute"
 
 
@@ -41,7 +41,10 @@ def methods(runtime, scratch):
 
 
 def bound_to(log_dir, program):
-    """The libraries the compiled program's SYMBOL was bound to."""
+    """The libraries the compiled program's SYMBOL was bound to (qjit names
+    the program's file after the Python function: in-for-loop's is
+    in_for_loop.so)."""
+    program = program.replace("-", "_")
     pattern = re.compile(rf"binding file \S*/{program}\.so \[0\] to (\S+) \[0\]: normal symbol `{SYMBOL}'")
     found = set()
     for log in log_dir.iterdir():
