@@ -7,6 +7,11 @@ wheel's runtime or (--lib) another, calls it, then
                   the reference drops of the error path): made with the
                   runtime's own mlirAsyncRuntimeCreateToken/-Value, called
                   through ctypes on the library the program is bound to;
+  --case recompile  calls, on an array of two then of three numbers, a
+                  program that sums its argument: the second shape makes
+                  Catalyst compile it again and dlclose the first program
+                  (whose tasks ran on the runtime's threads), calls the new
+                  one, and returns;
   --case thread   keeps calling the program from a daemon thread, and
                   returns from the script while that thread is inside a
                   call (about a second long): QNode tasks queued or
@@ -71,7 +76,7 @@ def runtime_library(lib):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib")
-    parser.add_argument("--case", choices=["return", "alive", "thread"], required=True)
+    parser.add_argument("--case", choices=["return", "alive", "recompile", "thread"], required=True)
     args = parser.parse_args()
     if args.lib:
         async_runtime_switch.use_our_runtime(args.lib)
@@ -86,6 +91,14 @@ def main():
         kept = [runtime.mlirAsyncRuntimeCreateToken(), runtime.mlirAsyncRuntimeCreateToken(),
                 runtime.mlirAsyncRuntimeCreateValue(8)]
         assert all(kept)
+    elif args.case == "recompile":
+        import jax.numpy as jnp
+
+        summed = qjit(lambda xs: program(jnp.sum(xs)), async_qnodes=True)
+        two = summed(jnp.array([0.1, 0.2]))
+        three = summed(jnp.array([0.1, 0.1, 0.1]))  # compiled again, the first dlclosed
+        assert abs(float(two) - float(three)) < 1e-9, (two, three)  # both sum to 0.30000000000000004
+        assert summed(jnp.array([0.1, 0.1, 0.1])) == three
     elif args.case == "thread":
         inside = threading.Event()
 
