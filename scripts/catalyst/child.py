@@ -60,7 +60,8 @@ def run(name, calls):
         if exact(result) != want:
             mismatches += 1
     return {"compile_s": compile_s, "call_s": times, "result": want,
-            "readable": readable(first), "mismatches": mismatches}
+            "readable": readable(first), "mismatches": mismatches,
+            "workspace": str(compiled.workspace)}
 
 
 def main():
@@ -68,14 +69,27 @@ def main():
     parser.add_argument("--lib", help="link against this runtime (default: the wheel's)")
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated names")
     parser.add_argument("--calls", type=int, default=0, help="calls per program (default: its own)")
+    parser.add_argument("--switch-back", action="store_true",
+                        help="with --lib: link the programs inside `with our_runtime(lib)`, then "
+                             "again after the block (as NAME@after)")
     args = parser.parse_args()
     out = {"programs": {}}
-    if args.lib:
-        async_runtime_switch.use_our_runtime(args.lib)
-    for name in args.programs.split(","):
-        # Which program a crash happened in (run.py shows stderr's tail).
-        print(f"child: {name}", file=sys.stderr, flush=True)
-        out["programs"][name] = run(name, args.calls)
+    names = args.programs.split(",")
+
+    def run_all(suffix=""):
+        for name in names:
+            # Which program a crash happened in (run.py shows stderr's tail).
+            print(f"child: {name}{suffix}", file=sys.stderr, flush=True)
+            out["programs"][name + suffix] = run(name, args.calls)
+
+    if args.switch_back:
+        with async_runtime_switch.our_runtime(args.lib):
+            run_all()
+        run_all("@after")
+    else:
+        if args.lib:
+            async_runtime_switch.use_our_runtime(args.lib)
+        run_all()
     out["mapped"] = mapped_runtimes()
     json.dump(out, sys.stdout)
     print()

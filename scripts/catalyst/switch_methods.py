@@ -24,7 +24,8 @@ SYMBOL = "mlirAsyncRuntimeExecute"
 
 def methods(runtime, scratch):
     """(name, extra child arguments, extra environment, the library the
-    program must be bound to: 'ours' or 'wheel')."""
+    program must be bound to: 'ours' or 'wheel'; '@after' names the program
+    child.py --switch-back linked after the `with` block)."""
     # LD_LIBRARY_PATH needs a file of the soname the program asks for.
     alias_dir = scratch / "alias"
     alias_dir.mkdir()
@@ -33,19 +34,22 @@ def methods(runtime, scratch):
         ("none (the wheel's runtime)", [], {}, "wheel"),
         ("CATALYST_CC=scripts/catalyst/catalyst-cc", [],
          {"CATALYST_CC": str(HERE / "catalyst-cc"), "MLIR_ASYNC_RS_LIB": str(runtime)}, "ours"),
-        ("Python helper async_runtime_switch.our_runtime", ["--lib", str(runtime)], {}, "ours"),
+        ("Python helper async_runtime_switch.use_our_runtime", ["--lib", str(runtime)], {}, "ours"),
+        ("Python helper: inside `with our_runtime()`", ["--lib", str(runtime), "--switch-back"], {}, "ours"),
+        ("Python helper: after the `with` block", ["--lib", str(runtime), "--switch-back"], {}, "wheel@after"),
         ("LD_PRELOAD=libmlir_async_runtime.so", [], {"LD_PRELOAD": str(runtime)}, "ours"),
         ("LD_LIBRARY_PATH=dir/libmlir_async_runtime.so.22.0git", [],
          {"LD_LIBRARY_PATH": str(alias_dir)}, "wheel"),
     ]
 
 
-def bound_to(log_dir, program):
+def bound_to(log_dir, workspace, program):
     """The libraries the compiled program's SYMBOL was bound to (qjit names
     the program's file after the Python function: in-for-loop's is
-    in_for_loop.so)."""
+    in_for_loop.so, in its workspace)."""
     program = program.replace("-", "_")
-    pattern = re.compile(rf"binding file \S*/{program}\.so \[0\] to (\S+) \[0\]: normal symbol `{SYMBOL}'")
+    pattern = re.compile(rf"binding file {re.escape(workspace)}/{program}\.so \[0\] to (\S+) \[0\]: "
+                         rf"normal symbol `{SYMBOL}'")
     found = set()
     for log in log_dir.iterdir():
         for m in pattern.finditer(log.read_text(errors="replace")):
@@ -77,8 +81,11 @@ def main():
                 print(f"FAIL {name}: exit status {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
                 failed += 1
                 continue
-            mapped = json.loads(proc.stdout.strip().splitlines()[-1])["mapped"]
-            bound = bound_to(log_dir, PROGRAM)
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+            mapped = data["mapped"]
+            want, _, suffix = want.partition("@")
+            program = data["programs"][PROGRAM + ("@" + suffix if suffix else "")]
+            bound = bound_to(log_dir, program["workspace"], PROGRAM)
             who = [k for k, v in libs.items() if [v] == bound]
             verdict = "PASS" if who == [want] else "FAIL"
             failed += verdict == "FAIL"
