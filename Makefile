@@ -18,6 +18,9 @@ RUNNER_UTILS := $(LLVM_PREFIX)/lib/libmlir_c_runner_utils.so,$(LLVM_PREFIX)/lib/
 RUNTIME_SO   := $(CURDIR)/target/release/libmlir_async_runtime.so
 RUNTIME_A    := $(CURDIR)/target/release/libmlir_async_runtime.a
 HARNESS      := $(CURDIR)/target/release/jit-harness
+# The single-thread floor runtime (bench/floor, built by mk/bench.mk's
+# make floor), the yardstick of make bench and make catalyst.
+FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 TRACE_VIEW   := $(CURDIR)/target/release/trace-view
 # The lowered corpus (mk/corpus.mk): one .ll per program and the manifest.
 CORPUS_DIR      := $(CURDIR)/target/corpus
@@ -44,7 +47,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, the Catalyst venv (the one network step)
 	@bash scripts/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -66,8 +69,9 @@ build: toolchain ## builds the runtime (.so and .a), jit-harness and trace-view 
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
 # holds: bench/README.md), and the corpus under deterministic schedules
-# (make explore-ci: docs/exploration.md).
-test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci ## what CI runs: make setup, then every target marked (make test)
+# (make explore-ci: docs/exploration.md), and PennyLane Catalyst's programs
+# on the C++ runtime and ours (make catalyst-ci: docs/catalyst.md).
+test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

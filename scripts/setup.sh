@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build and test this
 # project (the table is scripts/toolchain.sh): Debian packages with apt-get,
-# lit and psutil from PyPI, and the Rust crates of Cargo.lock (cargo
-# fetch). The one step of the build that reaches the network: every other
-# make target runs cargo offline and only checks (scripts/check-toolchain.sh).
+# lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
+# and the pinned PennyLane Catalyst venv of make catalyst
+# (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB).
+# The one step of the build that reaches the network: every other make
+# target runs cargo offline and only checks (scripts/check-toolchain.sh).
 # Does nothing when everything is present, so `make test` calls it every time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,6 +37,8 @@ if ! crates_present; then
   # build runs offline.
   CARGO_NET_OFFLINE=false "${CARGO:-cargo}" fetch --quiet
 fi
+
+bash scripts/catalyst/setup-venv.sh
 
 mapfile -t still < <(missing_packages)
 for pkg in ${still[@]+"${still[@]}"}; do
