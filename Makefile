@@ -56,7 +56,7 @@ toolchain: $(AFTER_SETUP) ## checks, offline, that the toolchain is present (say
 toolchain-lit: $(AFTER_SETUP) ## the same, and lit and psutil too
 	@bash scripts/check-toolchain.sh --lit
 
-build: toolchain ## builds the runtime (.so and .a), jit-harness and trace-view (release)
+build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (release) and the floor runtime (jit-harness --reference's)
 	$(CARGO) build --release --workspace
 
 # Set-up first, then the Rust tests, the lit corpus, the corpus under MLIR
