@@ -18,6 +18,10 @@ RUNNER_UTILS := $(LLVM_PREFIX)/lib/libmlir_c_runner_utils.so,$(LLVM_PREFIX)/lib/
 RUNTIME_SO   := $(CURDIR)/target/release/libmlir_async_runtime.so
 RUNTIME_A    := $(CURDIR)/target/release/libmlir_async_runtime.a
 HARNESS      := $(CURDIR)/target/release/jit-harness
+# The floor runtime (bench/floor, built by mk/bench.mk): every task inline,
+# in program order; the benchmarks' yardstick and jit-harness --reference's
+# reference runtime.
+FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 TRACE_VIEW   := $(CURDIR)/target/release/trace-view
 # The lowered corpus (mk/corpus.mk): one .ll per program and the manifest.
 CORPUS_DIR      := $(CURDIR)/target/corpus
@@ -66,8 +70,11 @@ build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (re
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
 # holds: bench/README.md), and the corpus under deterministic schedules
-# (make explore-ci: docs/exploration.md).
-test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci ## what CI runs: make setup, then every target marked (make test)
+# (make explore-ci: docs/exploration.md; every program is also compared
+# with its sequential reference there), and random parallel and async
+# programs against their sequential reference on MLIR 19 and 22 (make
+# fuzz-lowering-ci: docs/lowering-bugs.md).
+test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

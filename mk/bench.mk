@@ -3,7 +3,7 @@
 # mlir-cpu-runner and jit-harness; per-task callgrind costs with a budget;
 # criterion per-operation costs; the harness's checked runs per second.
 # Variables from the top Makefile: CARGO, PYTHON, LIT, LLVM_BIN, RUNTIME_SO,
-# CXX_RUNTIME, HARNESS, CORPUS_DIR.
+# CXX_RUNTIME, HARNESS, CORPUS_DIR, FLOOR_SO.
 #   make bench                          all workloads, 11 interleaved runs each
 #   make bench BENCH_RUNS=21 BENCH_ARGS="--only fib-spawn"
 #   make floor                          target/floor/libmlir_async_floor.so
@@ -16,7 +16,6 @@ BENCH_HARNESS_N ?= 1000
 
 # The floor runtime: one C file, built with the system C compiler (the one
 # cargo links with).
-FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 FLOOR_SRC    := bench/floor/floor.c
 FLOOR_CFLAGS ?= -std=c11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror
 
