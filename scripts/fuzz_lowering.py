@@ -115,12 +115,25 @@ class Fn:
             self.consts[key] = name
         return self.consts[key]
 
-    def value(self, v, dynamic):
-        """An index: a constant, or an argument of the function (dynamic)."""
+    def value(self, v, dynamic, sampler=None):
+        """An index: a constant, or an argument of the function (dynamic),
+        whose value for each further call `sampler(rng)` draws."""
         if not dynamic:
             return self.const(v)
         name = '%%a%d' % len(self.args)
-        self.args.append((name, v))
+        self.args.append((name, v, sampler))
+        return name
+
+    def bound(self, d, which):
+        """A loop dimension's lb (0), ub (1) or step (2), recording in d['src']
+        the argument it comes from when dynamic."""
+        size = d['size']
+        samplers = (lambda r: r.randrange(0, min(4, size)),
+                    lambda r: r.randrange(0, size + 1),
+                    lambda r: r.choice((1, 1, 2, 3)))
+        value = (d['lb'], d['ub'], d['step'])[which]
+        name = self.value(value, d['dyn'][which], samplers[which])
+        d['src'][which] = len(self.args) - 1 if d['dyn'][which] else None
         return name
 
 
@@ -133,8 +146,8 @@ def loop_dims(rng, ndims, sizes):
         lb = rng.randrange(0, min(4, size)) if rng.random() < 0.35 else 0
         ub = rng.randrange(lb + 1, size + 1) if rng.random() < 0.4 else size
         dyn = [rng.random() < 0.3 for _ in range(3)]  # lb, ub, step
-        dims.append({'lb': lb, 'ub': ub, 'step': step, 'dyn': dyn,
-                     'trip': ceil_div(ub - lb, step)})
+        dims.append({'lb': lb, 'ub': ub, 'step': step, 'dyn': dyn, 'size': size,
+                     'src': [None, None, None]})
     return dims
 
 
@@ -151,9 +164,9 @@ def memref_type(sizes):
 
 
 def open_parallel(f, dims, ivs, depth):
-    lbs = [f.value(d['lb'], d['dyn'][0]) for d in dims]
-    ubs = [f.value(d['ub'], d['dyn'][1]) for d in dims]
-    steps = [f.value(d['step'], d['dyn'][2]) for d in dims]
+    lbs = [f.bound(d, 0) for d in dims]
+    ubs = [f.bound(d, 1) for d in dims]
+    steps = [f.bound(d, 2) for d in dims]
     f.emit('scf.parallel (%s) = (%s) to (%s) step (%s) {' % (
         ', '.join(ivs), ', '.join(lbs), ', '.join(ubs), ', '.join(steps)), depth)
 
@@ -216,7 +229,9 @@ def checksum(f, V, sizes, ty):
 
 
 def print_line(f, values):
-    f.emit('vector.print str "p%d "' % f.k)
+    f.emit('vector.print str "p "')
+    f.emit('vector.print %pid : i64 punctuation <no_punctuation>')
+    f.emit('vector.print str " "')
     for i, v in enumerate(values):
         last = i == len(values) - 1
         f.emit('vector.print %s : i64%s' % (v, '' if last else ' punctuation <no_punctuation>'))
@@ -250,8 +265,7 @@ def gen_parallel(f, rng, workers, min_task, parallel_inside=True):
     elif inner_kind == 'for':
         for d, iv in zip(inner, ivs[outer_n:]):
             f.emit('scf.for %s = %s to %s step %s {' % (
-                iv, f.value(d['lb'], d['dyn'][0]), f.value(d['ub'], d['dyn'][1]),
-                f.value(d['step'], d['dyn'][2])), depth)
+                iv, f.bound(d, 0), f.bound(d, 1), f.bound(d, 2)), depth)
             depth += 1
     increment(f, V, ty, ivs, depth)
     while depth > 2 + (inner_kind == 'parallel'):
@@ -264,15 +278,8 @@ def gen_parallel(f, rng, workers, min_task, parallel_inside=True):
     f.emit('}', 1)
     print_line(f, checksum(f, V, sizes, ty))
     f.emit('memref.dealloc %s : %s' % (V, ty))
-    desc = {'kind': 'parallel', 'sizes': sizes, 'inner': inner_kind,
-            'loops': [[{k: d[k] for k in ('lb', 'ub', 'step', 'dyn', 'trip')} for d in l['dims']]
-                      for l in loops]}
-    desc['predicted'] = any(
-        predicts_duplicates([d['trip'] for d in l['dims']],
-                            [not (d['dyn'][0] or d['dyn'][1] or d['dyn'][2]) for d in l['dims']],
-                            workers, min_task)
-        for l in loops)
-    return desc
+    return {'kind': 'parallel', 'sizes': sizes, 'inner': inner_kind,
+            'loops': [l['dims'] for l in loops]}
 
 
 def gen_reduction(f, rng, workers, min_task, parallel_inside=True):
@@ -283,9 +290,9 @@ def gen_reduction(f, rng, workers, min_task, parallel_inside=True):
     ivs = [f.fresh('i') for _ in dims]
     zero = f.const(0, 'i64')
     r = f.fresh('red')
-    lbs = [f.value(d['lb'], d['dyn'][0]) for d in dims]
-    ubs = [f.value(d['ub'], d['dyn'][1]) for d in dims]
-    steps = [f.value(d['step'], d['dyn'][2]) for d in dims]
+    lbs = [f.bound(d, 0) for d in dims]
+    ubs = [f.bound(d, 1) for d in dims]
+    steps = [f.bound(d, 2) for d in dims]
     f.emit('%s = scf.parallel (%s) = (%s) to (%s) step (%s) init (%s) -> i64 {' % (
         r, ', '.join(ivs), ', '.join(lbs), ', '.join(ubs), ', '.join(steps), zero))
     acc = f.const(1, 'i64')
@@ -306,8 +313,8 @@ def gen_reduction(f, rng, workers, min_task, parallel_inside=True):
     f.emit('}', 2)
     f.emit('}')
     print_line(f, [r])
-    return {'kind': 'reduction', 'loops': [[{k: d[k] for k in ('lb', 'ub', 'step', 'dyn', 'trip')} for d in dims]],
-            'predicted': False}
+    # Not rewritten by async-parallel-for: no loop the model applies to.
+    return {'kind': 'reduction', 'reduced': dims, 'loops': []}
 
 
 def gen_execute(f, rng, workers, min_task, parallel_inside=True):
@@ -325,7 +332,9 @@ def gen_execute(f, rng, workers, min_task, parallel_inside=True):
     f.emit('%s = memref.alloc() : %s' % (V, ty))
     f.emit('linalg.fill ins(%s : i64) outs(%s : %s)' % (f.const(0, 'i64'), V, ty))
     c0, c1 = f.const(0), f.const(1)
-    cn = f.value(cols, rng.random() < 0.3)
+    cols_dim = {'lb': 0, 'ub': cols, 'step': 1, 'dyn': [False, rng.random() < 0.5, False],
+                'size': cols, 'src': [None, None, None]}
+    cn = f.bound(cols_dim, 1)
     tokens = []
     loops = []
     for t in range(tasks):
@@ -336,7 +345,7 @@ def gen_execute(f, rng, workers, min_task, parallel_inside=True):
         times = 1
         for _ in range(times):
             if parallel_inside and rng.random() < 0.5:
-                d = {'lb': 0, 'ub': cols, 'step': 1, 'dyn': [False, cn.startswith('%a'), False], 'trip': cols}
+                d = cols_dim
                 iv = f.fresh('j')
                 f.emit('scf.parallel (%s) = (%s) to (%s) step (%s) {' % (iv, c0, cn, c1), 2)
                 increment(f, V, ty, [row, iv], 3)
@@ -377,11 +386,7 @@ def gen_execute(f, rng, workers, min_task, parallel_inside=True):
     s, h = checksum(f, V, sizes, ty)
     print_line(f, [s, h, res])
     f.emit('memref.dealloc %s : %s' % (V, ty))
-    desc = {'kind': 'execute', 'tasks': tasks, 'sizes': sizes,
-            'loops': [[{k: d[k] for k in ('lb', 'ub', 'step', 'dyn', 'trip')} for d in l] for l in loops]}
-    desc['predicted'] = any(predicts_duplicates([l[0]['trip']], [not any(l[0]['dyn'])], workers, min_task)
-                            for l in loops)
-    return desc
+    return {'kind': 'execute', 'tasks': tasks, 'sizes': sizes, 'loops': loops}
 
 
 GENERATORS = ((gen_parallel, 6), (gen_reduction, 2), (gen_execute, 2))
@@ -399,27 +404,81 @@ def pass_options(rng):
             % (dispatch, workers, min_task), workers, min_task)
 
 
+CALLS_PER_FUNCTION = 8
+
+
+def trips_of(loop, values):
+    """The trip counts (as the pass computes them: ceil_div(ub - lb, step),
+    negative when ub < lb) and static flags of a loop's dimensions for one
+    call's argument values."""
+    trips, static = [], []
+    for d in loop:
+        lb, ub, step = (values[src] if src is not None else v
+                        for src, v in zip(d['src'], (d['lb'], d['ub'], d['step'])))
+        trips.append(ceil_div(ub - lb, step))
+        static.append(all(src is None for src in d['src']))
+    return trips, static
+
+
+def predicted(desc, values, workers, min_task):
+    """True when the model of the known block-count bug predicts duplicate
+    visits for this call."""
+    for loop in desc['loops']:
+        trips, static = trips_of(loop, values)
+        if all(t > 0 for t in trips) and predicts_duplicates(trips, static, workers, min_task):
+            return True
+    return False
+
+
+def empty_dimension(desc, values):
+    """True when a rewritten loop has a dimension with ub < lb (a negative
+    trip count) in a multi-dimensional loop: the pass tests only the
+    product of the trip counts for zero (docs/lowering-bugs.md), so such a
+    loop may run iterations; whether it does depends on the signs, so this
+    explains a failure but predicts none."""
+    for loop in desc['loops']:
+        trips, _ = trips_of(loop, values)
+        if any(t < 0 for t in trips) and all(t != 0 for t in trips):
+            return True
+    return False
+
+
 def batch(rng, first, count):
-    """(module text, [descriptor per program], pass text, runtime workers)."""
+    """(module text, [descriptor per program], pass text, runtime workers).
+    A program is one call of a generated function: a function whose bounds
+    are all static is called once; one with dynamic bounds (its arguments)
+    up to CALLS_PER_FUNCTION times, with the generated values first and then
+    with values drawn anew (ub below lb included: zero and negative trip
+    counts), each call its own program with its own output line."""
     front, workers, min_task = pass_options(rng)
     runtime_workers = rng.choice((1, 2, 3, 4))
     model_workers = runtime_workers if workers == -1 else workers
     funcs, calls, descs = [], [], []
-    for k in range(first, first + count):
+    k = first
+    fn = 0
+    while k < first + count:
         f = Fn(k)
         gen = rng.choices([g for g, _ in GENERATORS], [w for _, w in GENERATORS])[0]
         d = gen(f, rng, model_workers, min_task, 'async-dispatch=false' not in front)
-        d['program'] = k
-        descs.append(d)
-        params = ', '.join('%s: index' % n for n, _ in f.args)
-        funcs.append('func.func @p%d(%s) {\n%s\n  return\n}\n' % (k, params, '\n'.join(f.const_lines + f.lines)))
-        args = []
-        for _, v in f.args:
-            args.append('%%m%d_%d' % (k, len(args)))
-            calls.append('  %s = arith.constant %d : index' % (args[-1], v))
-        calls.append('  func.call @p%d(%s) : (%s) -> ()' % (k, ', '.join(args), ', '.join('index' for _ in args)))
-    text = ''.join(checksum_function(r) for r in (1, 2, 3)) + ''.join(funcs) + 'func.func @main() {\n%s\n  return\n}\n' % '\n'.join(calls)
-    return text, descs, front, runtime_workers
+        params = ', '.join(['%pid: i64'] + ['%s: index' % n for n, _, _ in f.args])
+        funcs.append('func.func @f%d(%s) {\n%s\n  return\n}\n' % (fn, params, '\n'.join(f.const_lines + f.lines)))
+        n_calls = 1 if not f.args else min(CALLS_PER_FUNCTION, first + count - k)
+        for c in range(n_calls):
+            values = [v if c == 0 else sampler(rng) for _, v, sampler in f.args]
+            names = ['%%k%d' % k] + ['%%m%d_%d' % (k, i) for i in range(len(values))]
+            calls.append('  %s = arith.constant %d : i64' % (names[0], k))
+            for name, v in zip(names[1:], values):
+                calls.append('  %s = arith.constant %d : index' % (name, v))
+            calls.append('  func.call @f%d(%s) : (%s) -> ()' % (
+                fn, ', '.join(names), ', '.join(['i64'] + ['index'] * len(values))))
+            descs.append(dict(d, program=k, function=fn, args=values,
+                              predicted=predicted(d, values, model_workers, min_task),
+                              empty_dimension=empty_dimension(d, values)))
+            k += 1
+        fn += 1
+    text = (''.join(checksum_function(r) for r in (1, 2, 3)) + ''.join(funcs) +
+            'func.func @main() {\n%s\n  return\n}\n' % '\n'.join(calls))
+    return text, descs, front, runtime_workers, fn
 
 
 # ---- running ----------------------------------------------------------------
@@ -430,9 +489,10 @@ def output_lines(path):
     try:
         with open(path, errors='replace') as f:
             for line in f:
-                head, _, rest = line.partition(' ')
-                if head.startswith('p') and head[1:].isdigit():
-                    out[int(head[1:])] = rest.strip()
+                words = line.split(None, 2)
+                if len(words) >= 2 and words[0] == 'p' and words[1].isdigit():
+                    out[int(words[1])] = words[2].strip() if len(words) > 2 else ''
+
     except FileNotFoundError:
         pass
     return out
@@ -463,8 +523,9 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     env = corpus.toolchain_env(a.llvm_prefix)
     rng = random.Random(a.seed)
-    stats = {'mlir': version, 'seed': a.seed, 'programs': 0, 'batches': 0, 'failed': 0,
-             'predicted_and_failed': 0, 'predicted_but_passed': 0, 'unexplained': 0,
+    stats = {'mlir': version, 'seed': a.seed, 'programs': 0, 'functions': 0, 'batches': 0, 'failed': 0,
+             'predicted_and_failed': 0, 'predicted_but_passed': 0, 'empty_dimension_failed': 0,
+             'unexplained': 0,
              'batch_errors': 0, 'by_kind': {}}
     findings_path = os.path.join(a.out, 'findings-mlir%d-seed%d.jsonl' % (version, a.seed))
     findings = open(findings_path, 'w')
@@ -472,7 +533,8 @@ def main():
     done = 0
     while done < a.programs:
         count = min(a.batch, a.programs - done)
-        text, descs, front, runtime_workers = batch(rng, done, count)
+        text, descs, front, runtime_workers, functions = batch(rng, done, count)
+        stats['functions'] += functions
         src = os.path.join(a.out, 'batch.mlir')
         with open(src, 'w') as f:
             f.write(text)
@@ -513,6 +575,8 @@ def main():
                 stats['failed'] += 1
                 if d['predicted']:
                     stats['predicted_and_failed'] += 1
+                elif d['empty_dimension']:
+                    stats['empty_dimension_failed'] += 1
                 else:
                     stats['unexplained'] += 1
                     new_in_batch = True
@@ -530,10 +594,11 @@ def main():
             sys.stderr.write('fuzz-lowering: batch %d: a failure the known bug does not explain (kept %s)\n'
                              % (stats['batches'], keep))
         secs = time.time() - start
-        sys.stderr.write('\rfuzz-lowering: MLIR %d: %d/%d programs, %d failed (%d predicted by the known '
-                         'bug, %d unexplained), %d batch errors, %.1f programs/s '
+        sys.stderr.write('\rfuzz-lowering: MLIR %d: %d/%d programs, %d failed (%d aligned blocks, %d empty '
+                         'dimension, %d unexplained), %d batch errors, %.1f programs/s '
                          % (version, done, a.programs, stats['failed'], stats['predicted_and_failed'],
-                            stats['unexplained'], stats['batch_errors'], done / max(secs, 1e-9)))
+                            stats['empty_dimension_failed'], stats['unexplained'], stats['batch_errors'],
+                            done / max(secs, 1e-9)))
     findings.close()
     secs = time.time() - start
     stats['seconds'] = round(secs, 1)
