@@ -5,12 +5,14 @@
 # --front-mlir-bin (the JIT reads LLVM 19 IR only); MLIR 22 is fetched into
 # target/compat once (scripts/compat-fetch.sh).
 # Variables from the top Makefile: HARNESS, RUNTIME_SO, FLOOR_SO, RUNNER_UTILS, PYTHON,
-# LLVM_PREFIX (MLIR 19's).
+# LLVM_PREFIX.
+#   (LLVM_PREFIX is MLIR 19's install; other versions come from compat-fetch.sh)
 #   make fuzz-lowering-ci   2,000 programs on MLIR 19 and 1,000 on MLIR 22;
-#                           fails on any failure the model of the known
-#                           async-parallel-for bug does not predict, and on a
-#                           predicted one that passes (the bug fixed: update
-#                           the docs) (make test)
+#                           fails on a failure that neither the model of
+#                           async-parallel-for's aligned-block bug nor its
+#                           empty-dimension bug explains, on a lowering error,
+#                           and on a program the model predicts that passes
+#                           (the bug fixed: update the docs) (make test)
 #   make fuzz-lowering      FUZZ_PROGRAMS (100,000) programs on each of
 #                           FUZZ_VERSIONS (19 22); findings in
 #                           target/fuzz-lowering/<version>/findings-*.jsonl
