@@ -143,8 +143,28 @@ fn lines(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     body.split(|&b| b == b'\n').enumerate().filter(move |_| !empty).map(|(i, l)| (i + 1, l))
 }
 
-fn show(line: Option<(usize, &[u8])>) -> String {
+/// Where two lines first differ, 0-based (the shorter's length if one is a
+/// prefix of the other).
+fn first_difference(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A differing value begins this far into long lines: from there on it is
+/// shown, from a little before.
+const EXCERPT_AFTER: usize = 60;
+
+/// A line as the message quotes it: whole when short, from just before
+/// byte `at` when the difference lies further in.
+fn show(line: Option<(usize, &[u8])>, at: usize) -> String {
     match line {
+        Some((_, l)) if at > EXCERPT_AFTER => {
+            let mut from = at - 20;
+            let text = String::from_utf8_lossy(l);
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            format!("`...{}`", crate::text::cut_line(&text[from..], 120))
+        }
         Some((_, l)) => format!("`{}`", crate::text::cut_line(&String::from_utf8_lossy(l), 120)),
         None => "the end of the output".to_string(),
     }
@@ -182,12 +202,21 @@ impl Reference {
                     }
                 }
                 _ => {
+                    let column = match (g, w) {
+                        (Some((_, a)), Some((_, b))) => first_difference(a, b),
+                        _ => 0,
+                    };
                     let at = match (g, w) {
+                        (Some((n, _)), Some(_)) if column > EXCERPT_AFTER => format!("line {n}, column {}", column + 1),
                         (Some((n, _)), _) => format!("line {n}"),
                         (None, Some((n, _))) => format!("line {} (reference line {n})", lines(out).count() + 1),
                         (None, None) => unreachable!(),
                     };
-                    let headline = format!("output differs from the sequential reference at {at}: got {}, reference {}", show(g), show(w));
+                    let headline = format!(
+                        "output differs from the sequential reference at {at}: got {}, reference {}",
+                        show(g, column),
+                        show(w, column)
+                    );
                     let mut details = String::from("same as the reference:\n");
                     for (n, l) in &context {
                         details.push_str(&format!("  {n:>6} | {}\n", crate::text::cut_line(&String::from_utf8_lossy(l), 120)));
@@ -338,6 +367,18 @@ mod tests {
         assert_eq!(m.headline, "output differs from the sequential reference at line 3 (reference line 3): got the end of the output, reference `1`");
         let m = r.compare(b"a\nb\n1\nx\n").unwrap();
         assert!(m.headline.ends_with("at line 4: got `x`, reference the end of the output"), "{}", m.headline);
+    }
+
+    #[test]
+    fn a_difference_far_into_a_long_line_is_shown_with_its_column() {
+        let prefix = "x".repeat(100);
+        let r = reference(&format!("{prefix}1 tail\n"), &[]);
+        let m = r.compare(format!("{prefix}2 tail\n").as_bytes()).unwrap();
+        let tail = "x".repeat(20);
+        assert_eq!(
+            m.headline,
+            format!("output differs from the sequential reference at line 1, column 101: got `...{tail}2 tail`, reference `...{tail}1 tail`")
+        );
     }
 
     #[test]
