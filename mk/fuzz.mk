@@ -7,7 +7,7 @@
 # Variables from the top Makefile: HARNESS, RUNTIME_SO, FLOOR_SO, RUNNER_UTILS, PYTHON,
 # LLVM_PREFIX.
 #   (LLVM_PREFIX is MLIR 19's install; other versions come from compat-fetch.sh)
-#   make fuzz-lowering-ci   2,000 programs on MLIR 19 and 1,000 on MLIR 22;
+#   make fuzz-lowering-ci   5,000 programs on MLIR 19 and 3,000 on MLIR 22;
 #                           fails on a failure that neither the model of
 #                           async-parallel-for's aligned-block bug nor its
 #                           empty-dimension bug explains, on a lowering error,
@@ -34,7 +34,8 @@ fuzz-lowering: build ## FUZZ_PROGRAMS random parallel/async programs per MLIR ve
 	    --out target/fuzz-lowering/$$v $(FUZZ_ARGS) --expect-known || exit 1; \
 	done
 
-fuzz-lowering-ci: build ## a bounded fuzz-lowering: 2,000 programs on MLIR 19, 1,000 on 22; only the known bug may fail (make test)
-	$(FUZZ) --programs 2000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19 --expect-known
+fuzz-lowering-ci: build ## a bounded fuzz-lowering: 5,000 programs on MLIR 19, 3,000 on 22; only the known bugs may fail (make test)
+	$(PYTHON) -m unittest discover -s scripts -p 'test_fuzz_lowering.py'
+	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19 --expect-known
 	@prefix=$$(bash scripts/compat-fetch.sh --prefix 22) && \
-	  $(FUZZ) --programs 1000 --seed 1 --llvm-prefix $$prefix --out target/fuzz-lowering/ci-22 --expect-known
+	  $(FUZZ) --programs 3000 --seed 2 --llvm-prefix $$prefix --out target/fuzz-lowering/ci-22 --expect-known
