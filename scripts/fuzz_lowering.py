@@ -279,7 +279,8 @@ def gen_parallel(f, rng, workers, min_task, parallel_inside=True):
     print_line(f, checksum(f, V, sizes, ty))
     f.emit('memref.dealloc %s : %s' % (V, ty))
     return {'kind': 'parallel', 'sizes': sizes, 'inner': inner_kind,
-            'loops': [l['dims'] for l in loops]}
+            'loops': [l['dims'] for l in loops],
+            'for_dims': inner if inner_kind == 'for' else []}
 
 
 def gen_reduction(f, rng, workers, min_task, parallel_inside=True):
@@ -422,7 +423,12 @@ def trips_of(loop, values):
 
 def predicted(desc, values, workers, min_task):
     """True when the model of the known block-count bug predicts duplicate
-    visits for this call."""
+    visits for this call that show in its output: the body runs (every
+    dimension of the nest, inner scf.for included, has a positive trip
+    count), and a rewritten loop of the nest gets too many blocks."""
+    nest = desc['loops'] + ([desc['for_dims']] if desc.get('for_dims') else [])
+    if any(t <= 0 for loop in nest for t in trips_of(loop, values)[0]):
+        return False
     for loop in desc['loops']:
         trips, static = trips_of(loop, values)
         if all(t > 0 for t in trips) and predicts_duplicates(trips, static, workers, min_task):

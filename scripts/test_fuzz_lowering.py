@@ -40,6 +40,20 @@ class ModelTest(unittest.TestCase):
         self.assertFalse(fz.predicted(d, [0], 8, 1))
 
 
+    def test_duplicates_of_a_body_that_never_runs_do_not_show(self):
+        # 9x6 with an inner scf.parallel whose upper bound is 0 (run 19 of
+        # the long generator run predicted it and it passed).
+        aligned = [{'lb': 0, 'ub': 9, 'step': 1, 'src': [None, None, None]},
+                   {'lb': 0, 'ub': 6, 'step': 1, 'src': [None, None, None]}]
+        inner = [{'lb': 0, 'ub': 11, 'step': 1, 'src': [None, 0, None]}]
+        d = {'loops': [aligned, inner]}
+        self.assertTrue(fz.predicted(d, [11], 2, 10))
+        self.assertFalse(fz.predicted(d, [0], 2, 10))
+        d = {'loops': [aligned], 'for_dims': inner}
+        self.assertTrue(fz.predicted(d, [3], 2, 10))
+        self.assertFalse(fz.predicted(d, [0], 2, 10))
+
+
 class GeneratorTest(unittest.TestCase):
     def test_every_program_gets_its_own_line_id(self):
         text, descs, _, _, functions = fz.batch(random.Random(7), 100, 50)
