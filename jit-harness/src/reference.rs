@@ -123,10 +123,6 @@ impl Ignore {
     fn ignores(&self, line: &[u8]) -> bool {
         self.patterns.iter().any(|p| p.is_match(line))
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
-    }
 }
 
 /// The reference output, split into the lines that are compared.
