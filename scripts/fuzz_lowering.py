@@ -459,7 +459,7 @@ def batch(rng, first, count):
     front, workers, min_task = pass_options(rng)
     runtime_workers = rng.choice((1, 2, 3, 4))
     model_workers = runtime_workers if workers == -1 else workers
-    funcs, calls, descs = [], [], []
+    funcs, groups, descs = [], [], []
     k = first
     fn = 0
     while k < first + count:
@@ -472,19 +472,26 @@ def batch(rng, first, count):
         for c in range(n_calls):
             values = [v if c == 0 else sampler(rng) for _, v, sampler in f.args]
             names = ['%%k%d' % k] + ['%%m%d_%d' % (k, i) for i in range(len(values))]
-            calls.append('  %s = arith.constant %d : i64' % (names[0], k))
+            calls = ['  %s = arith.constant %d : i64' % (names[0], k)]
             for name, v in zip(names[1:], values):
                 calls.append('  %s = arith.constant %d : index' % (name, v))
             calls.append('  func.call @f%d(%s) : (%s) -> ()' % (
                 fn, ', '.join(names), ', '.join(['i64'] + ['index'] * len(values))))
+            groups.append((k, calls))
             descs.append(dict(d, program=k, function=fn, args=values,
                               predicted=predicted(d, values, model_workers, min_task),
                               empty_dimension=empty_dimension(d, values)))
             k += 1
         fn += 1
-    text = (''.join(checksum_function(r) for r in (1, 2, 3)) + ''.join(funcs) +
-            'func.func @main() {\n%s\n  return\n}\n' % '\n'.join(calls))
-    return text, descs, front, runtime_workers, fn
+    head = ''.join(checksum_function(r) for r in (1, 2, 3)) + ''.join(funcs)
+    return head, groups, descs, front, runtime_workers, fn
+
+
+def module(head, groups):
+    """The module text: the functions, and a @main calling `groups` (the
+    programs: (id, lines of main)) in order."""
+    return head + 'func.func @main() {\n%s\n  return\n}\n' % '\n'.join(
+        line for _, lines in groups for line in lines)
 
 
 # ---- running ----------------------------------------------------------------
@@ -519,6 +526,8 @@ def main():
                          'of the lowering and the JIT are MLIR/LLVM 19')
     ap.add_argument('--out', default=os.path.join(ROOT, 'target', 'fuzz-lowering'))
     ap.add_argument('--timeout', type=float, default=120)
+    ap.add_argument('--from-batch', type=int, default=1, metavar='N',
+                    help='generate the earlier batches but run from batch N on (to reproduce one)')
     ap.add_argument('--expect-known', action='store_true',
                     help='exit 0 when every failing program is one the model of the known bug '
                          'predicts (make test); otherwise any failure fails')
@@ -531,54 +540,94 @@ def main():
     rng = random.Random(a.seed)
     stats = {'mlir': version, 'seed': a.seed, 'programs': 0, 'functions': 0, 'batches': 0, 'failed': 0,
              'predicted_and_failed': 0, 'predicted_but_passed': 0, 'empty_dimension_failed': 0,
-             'unexplained': 0,
+             'unexplained': 0, 'crashed': 0,
              'batch_errors': 0, 'by_kind': {}}
     findings_path = os.path.join(a.out, 'findings-mlir%d-seed%d.jsonl' % (version, a.seed))
     findings = open(findings_path, 'w')
     start = time.time()
     done = 0
-    while done < a.programs:
-        count = min(a.batch, a.programs - done)
-        text, descs, front, runtime_workers, functions = batch(rng, done, count)
-        stats['functions'] += functions
+    def run(head, groups, repeat=1):
+        """Lowers and runs a module of `groups` once (or `repeat` times) in one
+        harness process against the reference: (harness process, outputs by
+        program of the run and of the reference, whether the harness
+        crashed or could not compare)."""
         src = os.path.join(a.out, 'batch.mlir')
         with open(src, 'w') as f:
-            f.write(text)
+            f.write(module(head, groups))
         ref_out, run_out = os.path.join(a.out, 'reference.out'), os.path.join(a.out, 'run.out')
         cmd = [a.harness, src, '--pipeline', v19.pipeline(async_func=False, front=front),
                '--runtime', a.runtime, '--shared-lib', a.libs, '--reference',
                '--reference-runtime', a.floor, '--save-reference', ref_out,
-               '--save-output', run_out, '--timeout', str(a.timeout), '--json']
+               '--save-output', run_out, '--timeout', str(a.timeout), '--json',
+               '--repeat', str(repeat)]
         if version != 19:
             cmd += ['--front-mlir-bin', os.path.join(a.llvm_prefix, 'bin')]
-        run_env = dict(env, MLIR_ASYNC_RUNTIME_WORKERS=str(runtime_workers))
-        for p in (ref_out, run_out):
-            if os.path.exists(p):
-                os.remove(p)
-        p = subprocess.run(cmd, env=run_env, capture_output=True, text=True)
-        stats['batches'] += 1
+        for path in (ref_out, run_out):
+            if os.path.exists(path):
+                os.remove(path)
+        p = subprocess.run(cmd, env=dict(env, MLIR_ASYNC_RUNTIME_WORKERS=str(runtime_workers)),
+                           capture_output=True, text=True)
+        broken = (p.returncode not in (0, 1) or not os.path.exists(run_out)
+                  or 'sequential reference run failed' in p.stderr)
+        return p, output_lines(run_out), output_lines(ref_out), broken
+
+    def crashing(head, groups):
+        """The programs of `groups` that crash the harness (a miscompiled
+        program can write out of bounds and corrupt the heap), by
+        bisection. The heap's checks catch a corruption at a later malloc
+        or free, so a corrupting program can run alone unnoticed: when
+        neither half crashes, each program runs alone, 5 times; when none
+        crashes so, the set is returned whole."""
+        if len(groups) == 1:
+            return [groups[0][0]]
+        halves = (groups[:len(groups) // 2], groups[len(groups) // 2:])
+        found = []
+        for h in halves:
+            if run(head, h, repeat=3)[3]:
+                found += crashing(head, h)
+        if not found:
+            found = [k for k, lines in groups if run(head, [(k, lines)], repeat=5)[3]]
+        return found or [k for k, _ in groups]
+
+    batch_no = 0
+    while done < a.programs:
+        count = min(a.batch, a.programs - done)
+        head, groups, descs, front, runtime_workers, functions = batch(rng, done, count)
+        batch_no += 1
         done += count
-        stats['programs'] = done
+        if batch_no < a.from_batch:
+            continue
+        stats['functions'] += functions
+        p, got, want, broken = run(head, groups)
+        stats['batches'] += 1
+        stats['programs'] += count
         for d in descs:
             stats['by_kind'][d['kind']] = stats['by_kind'].get(d['kind'], 0) + 1
-        if p.returncode not in (0, 1) or not os.path.exists(run_out):
+        crashed = set()
+        if broken:
+            why = (p.stderr.strip().splitlines() or ['?'])[-1]
+            crashed = set(crashing(head, groups))
+            sys.stderr.write('fuzz-lowering: batch %d: harness exit %d (%s): crashed by program(s) %s\n'
+                             % (batch_no, p.returncode, why, ' '.join(map(str, sorted(crashed)))))
+            p, got, want, broken = run(head, [g for g in groups if g[0] not in crashed])
+        if broken:
             stats['batch_errors'] += 1
-            keep = os.path.join(a.out, 'error-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, stats['batches']))
-            os.replace(src, keep)
+            keep = os.path.join(a.out, 'error-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, batch_no))
+            os.replace(os.path.join(a.out, 'batch.mlir'), keep)
             why = (p.stderr.strip().splitlines() or ['?'])[-1]
             findings.write(json.dumps({'batch_error': why, 'kept': keep, 'front': front}) + '\n')
             sys.stderr.write('fuzz-lowering: batch %d: harness exit %d: %s (kept %s)\n'
-                             % (stats['batches'], p.returncode, why, keep))
+                             % (batch_no, p.returncode, why, keep))
             continue
-        got, want = output_lines(run_out), output_lines(ref_out)
         new_in_batch = False
         batch_failed = 0
         for d in descs:
             k = d['program']
-            failed = got.get(k) != want.get(k)
+            failed = k in crashed or got.get(k) != want.get(k)
             if failed:
                 batch_failed += 1
                 stats['failed'] += 1
+                stats['crashed'] += k in crashed
                 if d['predicted']:
                     stats['predicted_and_failed'] += 1
                 elif d['empty_dimension']:
@@ -587,24 +636,26 @@ def main():
                     stats['unexplained'] += 1
                     new_in_batch = True
                 findings.write(json.dumps(dict(d, front=front, runtime_workers=runtime_workers,
-                                               got=got.get(k), reference=want.get(k))) + '\n')
+                                               crashed=k in crashed, got=got.get(k),
+                                               reference=want.get(k))) + '\n')
             elif d['predicted']:
                 stats['predicted_but_passed'] += 1
-        if p.returncode == 1 and batch_failed == 0:
+        if p.returncode == 1 and batch_failed == len(crashed):
             # The harness saw a difference the per-program lines do not show.
             new_in_batch = True
             stats['unexplained'] += 1
         if new_in_batch:
-            keep = os.path.join(a.out, 'unexplained-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, stats['batches']))
-            os.replace(src, keep)
-            sys.stderr.write('fuzz-lowering: batch %d: a failure the known bug does not explain (kept %s)\n'
-                             % (stats['batches'], keep))
+            keep = os.path.join(a.out, 'unexplained-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, batch_no))
+            with open(keep, 'w') as f:
+                f.write(module(head, groups))
+            sys.stderr.write('fuzz-lowering: batch %d: a failure the known bugs do not explain (kept %s)\n'
+                             % (batch_no, keep))
         secs = time.time() - start
         sys.stderr.write('\rfuzz-lowering: MLIR %d: %d/%d programs, %d failed (%d aligned blocks, %d empty '
-                         'dimension, %d unexplained), %d batch errors, %.1f programs/s '
+                         'dimension, %d unexplained; %d crashed), %d batch errors, %.1f programs/s '
                          % (version, done, a.programs, stats['failed'], stats['predicted_and_failed'],
-                            stats['empty_dimension_failed'], stats['unexplained'], stats['batch_errors'],
-                            done / max(secs, 1e-9)))
+                            stats['empty_dimension_failed'], stats['unexplained'], stats['crashed'],
+                            stats['batch_errors'], stats['programs'] / max(secs, 1e-9)))
     findings.close()
     secs = time.time() - start
     stats['seconds'] = round(secs, 1)

@@ -56,8 +56,10 @@ class ModelTest(unittest.TestCase):
 
 class GeneratorTest(unittest.TestCase):
     def test_every_program_gets_its_own_line_id(self):
-        text, descs, _, _, functions = fz.batch(random.Random(7), 100, 50)
+        head, groups, descs, _, _, functions = fz.batch(random.Random(7), 100, 50)
+        text = fz.module(head, groups)
         self.assertEqual([d['program'] for d in descs], list(range(100, 150)))
+        self.assertEqual([k for k, _ in groups], list(range(100, 150)))
         self.assertLessEqual(functions, 50)
         self.assertEqual(text.count('func.func @main()'), 1)
         for r in (1, 2, 3):
