@@ -18,8 +18,9 @@ RUNNER_UTILS := $(LLVM_PREFIX)/lib/libmlir_c_runner_utils.so,$(LLVM_PREFIX)/lib/
 RUNTIME_SO   := $(CURDIR)/target/release/libmlir_async_runtime.so
 RUNTIME_A    := $(CURDIR)/target/release/libmlir_async_runtime.a
 HARNESS      := $(CURDIR)/target/release/jit-harness
-# The single-thread floor runtime (bench/floor, built by mk/bench.mk's
-# make floor), the yardstick of make bench and make catalyst.
+# The floor runtime (bench/floor, built by mk/bench.mk): every task inline,
+# in program order, on one thread; the yardstick of make bench and make
+# catalyst, and jit-harness --reference's reference runtime.
 FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 TRACE_VIEW   := $(CURDIR)/target/release/trace-view
 # The lowered corpus (mk/corpus.mk): one .ll per program and the manifest.
@@ -59,7 +60,7 @@ toolchain: $(AFTER_SETUP) ## checks, offline, that the toolchain is present (say
 toolchain-lit: $(AFTER_SETUP) ## the same, and lit and psutil too
 	@bash scripts/check-toolchain.sh --lit
 
-build: toolchain ## builds the runtime (.so and .a), jit-harness and trace-view (release)
+build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (release) and the floor runtime (jit-harness --reference's)
 	$(CARGO) build --release --workspace
 
 # Set-up first, then the Rust tests, the lit corpus, the corpus under MLIR
@@ -69,9 +70,12 @@ build: toolchain ## builds the runtime (.so and .a), jit-harness and trace-view 
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
 # holds: bench/README.md), and the corpus under deterministic schedules
-# (make explore-ci: docs/exploration.md), and PennyLane Catalyst's programs
-# on the C++ runtime and ours (make catalyst-ci: docs/catalyst.md).
-test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
+# (make explore-ci: docs/exploration.md; every program is also compared
+# with its sequential reference there), random parallel and async
+# programs against their sequential reference on MLIR 19 and 22 (make
+# fuzz-lowering-ci: docs/lowering-bugs.md), and PennyLane Catalyst's
+# programs on the C++ runtime and ours (make catalyst-ci: docs/catalyst.md).
+test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

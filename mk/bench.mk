@@ -22,6 +22,10 @@ FLOOR_CFLAGS ?= -std=c11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra 
 .PHONY: bench floor lit-floor bench-micro bench-harness
 floor: $(FLOOR_SO) ## builds the single-thread floor runtime (bench/floor), the yardstick of make bench
 
+# make build builds it too: it is jit-harness --reference's default
+# reference runtime (target/floor, next to target/release).
+build: $(FLOOR_SO)
+
 $(FLOOR_SO): $(FLOOR_SRC) mk/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(FLOOR_CFLAGS) -o $@ $(FLOOR_SRC)

@@ -55,8 +55,9 @@ stem, or stem.N for the N-th RUN line of a file with several), and to
 target/corpus/<id>.llvm.mlir the LLVM dialect it comes from (what the runners
 take), and writes target/corpus/manifest.tsv with columns
     name ll check_file check_prefix entry entry_result env requires xfail
-    unsupported source mlir
-('-' = empty). The .ll still holds LLVM coroutine intrinsics: run the
+    unsupported source mlir pipeline
+('-' = empty; pipeline: the RUN line's -pass-pipeline when stage 1 has no
+other option, for jit-harness --pipeline). The .ll still holds LLVM coroutine intrinsics: run the
 coroutine passes (e.g. opt -passes='default<O0>') before code generation, as
 mlir-cpu-runner does. Parsing lives in lib/corpus.py; *.test files are not corpus
 programs (they check the corpus itself: ABI coverage and exports).

@@ -6,6 +6,13 @@
                       and replayed twice in one process with the same output
                       (--replay --repeat 2): what passes normally must pass in
                       the deterministic mode too (make explore-ci, make test).
+                      With --reference, every run is also compared with the
+                      program's sequential reference (jit-harness --reference:
+                      the program lowered from its MLIR source without
+                      async-parallel-for, run on the floor), and each program
+                      runs once more without a deterministic schedule; XFAIL
+                      programs run that once only and must fail (an XPASS
+                      fails).
   explore.py table    the runs-to-failure table of the racy programs
                       (mlir-tests/racy/): runs of the multithreaded runtime
                       with and without MLIR_ASYNC_RUNTIME_FUZZ until the
@@ -26,6 +33,14 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
+import corpus as corpus_lib  # noqa: E402
+
+# What the corpus rules (lit's features) say for a run on our runtime, and
+# for the reference's runtime, the floor: a program UNSUPPORTED on the floor
+# (with its reason in the program) has no reference.
+FEATURES = {'rust-runtime', 'mlir-19'}
+REFERENCE_FEATURES = {'floor-runtime', 'mlir-19'}
 
 
 def harness_json(cmd, env=None, timeout=600):
@@ -57,9 +72,19 @@ def manifest_rows(path):
             yield dict(zip(cols, fields))
 
 
-def row_args(row, harness, runtime, libs):
-    args = [harness, row['ll'], '--runtime', runtime, '--shared-lib', libs,
-            '--check', row['check_file'], '--entry', row['entry'], '--name', row['name']]
+def row_args(row, harness, runtime, libs, reference=None):
+    """The harness command line of a manifest row (and its environment).
+    With reference=(floor runtime, MLIR bin directory), the program is
+    given as MLIR (its source, lowered by the harness with the row's
+    pipeline) and checked against its sequential reference too."""
+    if reference:
+        floor, mlir_bin = reference
+        args = [harness, row['check_file'], '--pipeline', row['pipeline'], '--mlir-bin', mlir_bin,
+                '--reference', '--reference-runtime', floor]
+    else:
+        args = [harness, row['ll']]
+    args += ['--runtime', runtime, '--shared-lib', libs,
+             '--check', row['check_file'], '--entry', row['entry'], '--name', row['name']]
     if row['check_prefix'] not in ('-', 'CHECK'):
         args += ['--check-prefix', row['check_prefix']]
     env = {}
@@ -77,16 +102,43 @@ def corpus(a):
     print(f"explore: {a.schedules} schedule(s) per strategy from seed {a.seed}, then a replay "
           f"twice in one process; light programs ({', '.join(sorted(light)) or 'none'}): one "
           f"schedule per strategy, no replay")
+    if a.reference:
+        print('explore: every run also compared with its sequential reference (jit-harness --reference)')
+    xfailed = 0
     for row in manifest_rows(a.manifest):
-        req = row.get('requires', '-')
-        if req != '-' and 'rust-runtime' not in req.split(','):
+        p = {k: ('' if row.get(k, '-') == '-' else row[k]) for k in ('requires', 'xfail', 'unsupported')}
+        expected, why = corpus_lib.expectation(p, FEATURES)
+        if expected == 'unsupported' or (expected == 'xfail' and not a.reference):
             continue
-        if row.get('xfail', '-') != '-' and 'rust-runtime' in row['xfail']:
+        no_reference, no_reference_why = corpus_lib.expectation(p, REFERENCE_FEATURES)
+        no_reference = no_reference == 'unsupported'
+        reference = (a.reference, a.mlir_bin) if a.reference and row.get('pipeline', '-') != '-' else None
+        if no_reference:
+            reference = None
+        elif a.reference and not reference:
+            print(f"{row['name']:30} FAIL  no pipeline in the manifest: the reference needs it")
+            failures += 1
             continue
-        args, env = row_args(row, a.harness, a.runtime, a.libs)
+        args, env = row_args(row, a.harness, a.runtime, a.libs, reference)
         n = 1 if row['name'] in light else a.schedules
-        runs = [('random', args + ['--explore', str(n), '--seed', str(a.seed), '--json']),
-                ('pct', args + ['--explore', str(n), '--seed', str(a.seed), '--strategy', 'pct', '--json'])]
+        if expected == 'xfail':
+            start = time.time()
+            code, summary, err = harness_json(args + ['--json', '--timeout', str(a.timeout)], env,
+                                              timeout=a.timeout * 3)
+            secs = time.time() - start
+            if code == 1 and summary and summary['failed']:
+                xfailed += 1
+                print(f"{row['name']:30} xfail ({why}; {summary.get('first_failure', '')[:160]}) {secs:.1f}s",
+                      flush=True)
+            else:
+                failures += 1
+                print(f"{row['name']:30} FAIL  XPASS: {why}, but it passed (exit {code})", flush=True)
+            continue
+        runs = []
+        if a.reference:
+            runs.append(('once', args + ['--json']))
+        runs += [('random', args + ['--explore', str(n), '--seed', str(a.seed), '--json']),
+                 ('pct', args + ['--explore', str(n), '--seed', str(a.seed), '--strategy', 'pct', '--json'])]
         if row['name'] not in light:
             runs.append(('replay', args + ['--replay', str(a.seed), '--repeat', '2', '--json']))
         cells = []
@@ -109,8 +161,11 @@ def corpus(a):
                 if summary and summary.get('schedule', {}).get('replay'):
                     cells.append('replay: ' + summary['schedule']['replay'])
         failures += 0 if ok else 1
+        if a.reference and no_reference:
+            cells.append(f'no reference ({no_reference_why} in the program)')
         print(f"{row['name']:30} {'pass' if ok else 'FAIL'}  " + '; '.join(cells), flush=True)
-    print(f"explore: {failures} program(s) failed, {time.time() - total_start:.0f} s")
+    print(f"explore: {failures} program(s) failed, {xfailed} expected failure(s), "
+          f"{time.time() - total_start:.0f} s")
     return 1 if failures else 0
 
 
@@ -248,6 +303,10 @@ def main():
     c.add_argument('--seed', type=int, default=1)
     c.add_argument('--light', default='', help='programs run with one schedule per strategy, no replay')
     c.add_argument('--timeout', type=int, default=120)
+    c.add_argument('--reference', metavar='FLOOR_SO',
+                   help='also compare every run with the sequential reference, run on FLOOR_SO')
+    c.add_argument('--mlir-bin', default='/usr/lib/llvm-19/bin',
+                   help='mlir-opt and mlir-translate for --reference (MLIR 19)')
     t = sub.choices['table']
     t.add_argument('--llvm-bin', default='/usr/lib/llvm-19/bin')
     t.add_argument('--runs', type=int, default=10000)

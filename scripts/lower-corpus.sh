@@ -6,8 +6,8 @@
 #   target/corpus/<id>.ll      the same through `mlir-translate --mlir-to-llvmir`
 #   target/corpus/manifest.tsv one row per <id>, tab-separated, '-' = empty:
 #     name ll check_file check_prefix entry entry_result env requires xfail
-#     unsupported source mlir
-#   (env: space-separated VAR=VAL to set when running, e.g.
+#     unsupported source mlir pipeline
+#   (pipeline: the RUN line's pass pipeline, for jit-harness --pipeline; env: space-separated VAR=VAL to set when running, e.g.
 #    MLIR_ASYNC_RUNTIME_WORKERS=3; requires/xfail/unsupported: lit features,
 #    comma-separated, e.g. rust-runtime / cxx-runtime; check with
 #    FileCheck <check_file> --check-prefix=<check_prefix> on the program's stdout.)

@@ -54,6 +54,12 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", default_value = "/usr/lib/llvm-19/bin")]
     pub mlir_bin: PathBuf,
 
+    /// Run the pipeline's parallelizing passes (async-parallel-for) with the mlir-opt in DIR,
+    /// e.g. another MLIR version's, and the rest with --mlir-bin's (the JIT reads LLVM 19's IR
+    /// only, so this is how a newer MLIR's async-parallel-for is run and checked).
+    #[arg(long, value_name = "DIR")]
+    pub front_mlir_bin: Option<PathBuf>,
+
     /// Optimization level of the LLVM pass pipeline and code generation (0-3).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0, allow_negative_numbers = true,
           value_parser = parse_opt_level)]
@@ -118,6 +124,14 @@ pub struct Cli {
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,
 
+    /// Write the output of the last run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_output: Option<PathBuf>,
+
+    /// The sequential reference, under its own heading.
+    #[command(flatten)]
+    pub reference: ReferenceFlags,
+
     /// Deterministic schedules, under their own heading.
     #[command(flatten)]
     pub schedules: ScheduleFlags,
@@ -126,6 +140,34 @@ pub struct Cli {
     /// heading applies to them only).
     #[command(flatten)]
     pub filecheck: FileCheckFlags,
+}
+
+/// The sequential reference (src/reference.rs).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Sequential reference")]
+pub struct ReferenceFlags {
+    /// Compare every run's output (of --repeat, --explore, --replay; besides --check) with the
+    /// program's sequential reference: for MLIR input, the program lowered again without the
+    /// passes that make tasks out of loops (async-parallel-for), run once on a runtime that runs
+    /// every task inline in program order (--reference-runtime). A run whose output differs
+    /// fails, with the first differing line and both values. For LLVM IR input the reference
+    /// runs the same IR on that runtime (it checks the runtime, not the lowering).
+    #[arg(long)]
+    pub reference: bool,
+
+    /// The runtime of the reference run [default: the floor runtime, ../floor/libmlir_async_floor.so
+    /// from this executable, as `make floor` builds it].
+    #[arg(long, value_name = "PATH", requires = "reference")]
+    pub reference_runtime: Option<PathBuf>,
+
+    /// Leave the output lines that match REGEX out of the comparison, on both sides (repeatable;
+    /// also read from `// REFERENCE-IGNORE: REGEX` lines of the input and the check file).
+    #[arg(long, value_name = "REGEX", requires = "reference")]
+    pub reference_ignore: Vec<String>,
+
+    /// Write the reference output to FILE.
+    #[arg(long, value_name = "FILE", requires = "reference")]
+    pub save_reference: Option<PathBuf>,
 }
 
 /// Deterministic schedule exploration and replay (our runtime's
@@ -305,6 +347,9 @@ impl Cli {
         }
         if self.pipeline.is_some() && self.input_format == InputFormat::Auto && self.input.ends_with(".ll") {
             return Err(Error::usage(format!("--pipeline applies to MLIR input, but {} is LLVM IR", self.input)));
+        }
+        if self.front_mlir_bin.is_some() && (self.input_format == InputFormat::Ll || (self.input_format == InputFormat::Auto && self.input.ends_with(".ll"))) {
+            return Err(Error::usage("--front-mlir-bin applies to MLIR input"));
         }
         if self.entry.is_empty() {
             return Err(Error::usage("--entry must not be empty"));

@@ -80,28 +80,6 @@ impl Schedule {
     }
 }
 
-/// `out` with every hexadecimal address (`0x` and 6 or more hex digits,
-/// as `printMemref*` prints a buffer's `base@`) replaced by `0x?`: heap
-/// addresses differ from run to run under any schedule, and a replay's
-/// outputs are compared without them.
-pub fn mask_addresses(out: &[u8]) -> Vec<u8> {
-    let mut masked = Vec::with_capacity(out.len());
-    let mut i = 0;
-    while i < out.len() {
-        if out[i..].starts_with(b"0x") {
-            let digits = out[i + 2..].iter().take_while(|b| b.is_ascii_hexdigit()).count();
-            if digits >= 6 {
-                masked.extend_from_slice(b"0x?");
-                i += 2 + digits;
-                continue;
-            }
-        }
-        masked.push(out[i]);
-        i += 1;
-    }
-    masked
-}
-
 /// Quotes `word` for a POSIX shell when it needs it.
 fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
@@ -245,7 +223,7 @@ impl Exploration<'_> {
             set_schedules(tally, run);
             let mut result = self.run_schedule(cfg, check.as_deref_mut(), capture, watchdog, tally, run, schedule, &mut out);
             if plan.replay {
-                let output = mask_addresses(&out);
+                let output = crate::text::mask_addresses(&out);
                 match &first_output {
                     None => first_output = Some(output),
                     Some(first) if *first != output => {
@@ -379,7 +357,7 @@ mod tests {
     #[test]
     fn addresses_are_masked_and_nothing_else() {
         let out = b"base@ = 0x55806ff72a30 rank = 1\nvalue 0x1f\n0xABCDEF0\n";
-        assert_eq!(mask_addresses(out), b"base@ = 0x? rank = 1\nvalue 0x1f\n0x?\n".to_vec());
+        assert_eq!(crate::text::mask_addresses(out), b"base@ = 0x? rank = 1\nvalue 0x1f\n0x?\n".to_vec());
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod filecheck;
 pub mod input;
 pub mod jit;
 pub mod lower;
+pub mod reference;
 pub mod report;
 pub mod resolve;
 pub mod run;
@@ -119,6 +120,54 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// --reference: lowers the program without its parallelizing passes (MLIR
+/// input), runs it once on the reference runtime, and returns the output to
+/// compare every run with.
+fn sequential_reference(
+    cli: &Cli,
+    input: &input::Input,
+    ir: &[u8],
+    pipeline: &str,
+    check: Option<&filecheck::CheckFile>,
+) -> Result<reference::Reference> {
+    let flags = &cli.reference;
+    let mut sources: Vec<(&str, &[u8])> = vec![(&input.name, &input.text)];
+    let check_text = match (&cli.check, check) {
+        (Some(path), Some(_)) => Some((path.display().to_string(), std::fs::read(path).unwrap_or_default())),
+        _ => None,
+    };
+    if let Some((name, text)) = &check_text {
+        sources.push((name, text));
+    }
+    let ignore = reference::Ignore::new(&flags.reference_ignore, &sources)?;
+    let sequential_ir = match input.format {
+        input::Format::LlvmIr => ir.to_vec(),
+        input::Format::Mlir => {
+            let sequential = reference::sequential_pipeline(pipeline);
+            lower::mlir_to_llvm_ir(input, &cli.mlir_bin, &sequential)?
+        }
+    };
+    let runtime = match &flags.reference_runtime {
+        Some(p) => p.clone(),
+        None => reference::default_runtime()?,
+    };
+    let output = reference::Run {
+        ir: &sequential_ir,
+        runtime: &runtime,
+        shared_libs: &cli.shared_libs,
+        entry: &cli.entry,
+        opt_level: cli.opt_level,
+        llvm_passes: cli.llvm_passes.as_deref(),
+        timeout: cli.timeout,
+    }
+    .output()?;
+    if let Some(path) = &flags.save_reference {
+        std::fs::write(path, &output)
+            .map_err(|e| Error::usage(format!("cannot write the reference output to {}: {}", path.display(), input::io_reason(&e))))?;
+    }
+    Ok(reference::Reference::new(output, ignore))
+}
+
 fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
     cli.validate()?;
     if let Some(path) = &cli.trace {
@@ -133,12 +182,26 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         None => resolve::default_runtime()?,
     };
     let input = input::load(&cli.input, cli.input_format)?;
+    let pipeline = cli.pipeline.clone().unwrap_or_else(lower::default_pipeline);
     let ir = match input.format {
         input::Format::LlvmIr => input.text.clone(),
-        input::Format::Mlir => {
-            let pipeline = cli.pipeline.clone().unwrap_or_else(lower::default_pipeline);
-            lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, &pipeline)?
-        }
+        input::Format::Mlir => match &cli.front_mlir_bin {
+            Some(front_bin) => lower::mlir_to_llvm_ir_split(
+                &input,
+                front_bin,
+                &reference::parallelizing_pipeline(&pipeline),
+                &cli.mlir_bin,
+                &reference::sequential_pipeline(&pipeline),
+            )?,
+            None => lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, &pipeline)?,
+        },
+    };
+    // Before the runtime under test is loaded: the reference runs in a
+    // child process of its own.
+    let reference = if cli.reference.reference {
+        Some(sequential_reference(cli, &input, &ir, &pipeline, check.as_ref())?)
+    } else {
+        None
     };
     // Our runtime reads these once, at its first call: set them before it
     // is loaded. It writes the trace and prints the counters at destroy,
@@ -206,6 +269,8 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         leak_check,
         echo: cli.echo,
         json: cli.json,
+        reference,
+        save_output: cli.save_output.clone(),
     };
     // The parser bounds the timeout (cli::MAX_TIMEOUT_SECS).
     let timeout = (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout));

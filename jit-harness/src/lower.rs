@@ -83,6 +83,17 @@ pub fn mlir_to_llvm_ir(input: &Input, mlir_bin: &Path, pipeline: &str) -> Result
     run_tool(mlir_bin, "mlir-translate", &["--mlir-to-llvmir".to_string()], &llvm_dialect, &input.name)
 }
 
+/// MLIR text to LLVM IR text, the `front` pipeline run with the mlir-opt of
+/// `front_bin` first (when it has passes), then `rest` with `mlir_bin`.
+pub fn mlir_to_llvm_ir_split(input: &Input, front_bin: &Path, front: &str, mlir_bin: &Path, rest: &str) -> Result<Vec<u8>> {
+    if front.trim().is_empty() {
+        return mlir_to_llvm_ir(input, mlir_bin, rest);
+    }
+    let text = run_tool(front_bin, "mlir-opt", &[format!("--pass-pipeline={front}")], &input.text, &input.name)?;
+    let fronted = Input { name: input.name.clone(), text, format: input.format };
+    mlir_to_llvm_ir(&fronted, mlir_bin, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::default_pipeline;

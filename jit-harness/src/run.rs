@@ -24,6 +24,10 @@ pub struct RunConfig {
     pub leak_check: bool,
     pub echo: bool,
     pub json: bool,
+    /// --reference: the output every run must match.
+    pub reference: Option<crate::reference::Reference>,
+    /// --save-output: where each run's output is written (the last one stays).
+    pub save_output: Option<std::path::PathBuf>,
 }
 
 /// What one run gave.
@@ -88,6 +92,24 @@ pub fn run_once(
             result.check_failed = true;
             result.failure = Some(format!("run {i}: check failed: {}", m.headline));
             (result.headline, result.details) = (m.headline, m.details);
+        }
+    }
+    if let Some(reference) = &cfg.reference {
+        if let Some(m) = reference.compare(out) {
+            result.check_failed = true;
+            let msg = format!("run {i}: {}", m.headline);
+            result.failure = Some(match result.failure.take() {
+                Some(f) => format!("{f}; {msg}"),
+                None => msg,
+            });
+            if result.headline.is_empty() {
+                (result.headline, result.details) = (m.headline, m.details);
+            }
+        }
+    }
+    if let Some(path) = &cfg.save_output {
+        if let Err(e) = std::fs::write(path, &out[..]) {
+            eprintln!("jit-harness: warning: cannot write the output to {}: {}", path.display(), crate::input::io_reason(&e));
         }
     }
     if let (Some(x), Some(b)) = (leak, before) {

@@ -57,7 +57,7 @@ HOOKS = ['__mlir_execution_engine_init', '__mlir_execution_engine_destroy']
 
 MANIFEST_COLUMNS = ['name', 'll', 'check_file', 'check_prefix', 'entry',
                     'entry_result', 'env', 'requires', 'xfail', 'unsupported',
-                    'source', 'mlir']
+                    'source', 'mlir', 'pipeline']
 
 
 def mlir_version(llvm_prefix, version=None):
@@ -197,6 +197,7 @@ def parse_run(run, path, subs, version=None):
     if not lower.startswith('%mlir_opt') or '%s' not in lower.split():
         raise ValueError('%s: stage 1 must be `%%mlir_opt %%s ...`: %s' % (path, lower))
     lower = expand(strip_anchor(lower, version), subs).replace('%s', shlex.quote(path))
+    pipeline = lowering_pipeline(lower, path)
     toks = shlex.split(expand(runner, subs))
     env = []
     if toks and toks[0] == 'env':
@@ -227,7 +228,21 @@ def parse_run(run, path, subs, version=None):
         elif t in ('--check-prefix', '-check-prefix') and j + 1 < len(ctoks):
             prefix = ctoks[j + 1]
     return {'lower': lower, 'env': env, 'entry': entry, 'entry_result': result,
-            'check_prefix': prefix}
+            'check_prefix': prefix, 'pipeline': pipeline}
+
+
+def lowering_pipeline(lower, path):
+    """The pass pipeline of an expanded stage 1 that is just
+    `mlir-opt FILE -pass-pipeline=P` (what jit-harness --pipeline takes, to
+    lower the program itself, e.g. for --reference), or '' when it has
+    other options."""
+    toks = shlex.split(lower)
+    rest = [t for t in toks[1:] if t != path]
+    if len(rest) == 1:
+        for flag in ('-pass-pipeline=', '--pass-pipeline='):
+            if rest[0].startswith(flag):
+                return rest[0][len(flag):]
+    return ''
 
 
 def version_source(path, version, src_dir):

@@ -9,7 +9,9 @@ As a module (corpus.py, lit.cfg.py, scripts/bench.py, stress.py, compat.py):
     v.passes(policy=True)               the bare pass list, no anchor
 As a command (the Makefile, scripts/hot-symbols.sh, the README):
     pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
-        prints the pipeline of MLIR N (default 19, or P's version)
+                 [--front PASS]
+        prints the pipeline of MLIR N (default 19, or P's version), with
+        PASS (e.g. 'async-parallel-for{num-workers=1}') first
     pipelines.py --versions             prints every version, ascending
     pipelines.py --runner [--mlir-version N]
                                         prints the runner's name
@@ -117,6 +119,8 @@ def main():
     ap.add_argument('--no-async-func', action='store_true',
                     help='leave out the async.func lowering')
     ap.add_argument('--bare', action='store_true', help='the pass list, without the anchor')
+    ap.add_argument('--front', metavar='PASS',
+                    help='a pass (with options) to run first, e.g. async-parallel-for{num-workers=1}')
     ap.add_argument('--versions', action='store_true', help='print every version')
     ap.add_argument('--runner', action='store_true', help="print the version's runner")
     a = ap.parse_args()
@@ -137,9 +141,10 @@ def main():
     if a.runner:
         print(v.runner)
     elif a.bare:
-        print(v.passes(a.policy, not a.no_async_func and v.async_func is not None))
+        p = v.passes(a.policy, not a.no_async_func and v.async_func is not None)
+        print(a.front + ',' + p if a.front else p)
     else:
-        print(v.pipeline(a.policy, False if a.no_async_func else None))
+        print(v.pipeline(a.policy, False if a.no_async_func else None, a.front))
     return 0
 
 

@@ -105,3 +105,20 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The floor runtime (bench/floor), the reference runtime, as `make build`
+/// builds it (make floor) before running the tests.
+pub fn floor_runtime() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/floor/libmlir_async_floor.so");
+    assert!(p.is_file(), "{} is missing: run `make floor` first", p.display());
+    p
+}
+
+/// MLIR 19's pipeline with `front` (a pass with its options) first, as
+/// mlir-tests/lib/pipelines.py prints it.
+pub fn pipeline_with_front(front: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mlir-tests/lib/pipelines.py");
+    let out = Command::new("python3").arg(script).args(["--no-async-func", "--front", front]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
