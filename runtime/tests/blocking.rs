@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{run_child, task, ChildRun, TokenPtr};
+use common::{execute_and_await, run_child, task, wait_child, ChildRun, TokenPtr};
 use mlir_async_runtime::abi::*;
 
 const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
@@ -181,19 +181,6 @@ fn destroy_races_continuation() {
     __mlir_execution_engine_destroy();
 }
 
-/// Runs a task that completes a token and awaits it.
-fn execute_and_await() {
-    let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-    // SAFETY: the task owns the producer's reference.
-    let (h, r) = task(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) });
-    mlirAsyncRuntimeExecute(h, r);
-    // SAFETY: our reference.
-    unsafe {
-        mlirAsyncRuntimeAwaitToken(token.get());
-        mlirAsyncRuntimeDropRef(token.get().cast(), 1);
-    }
-}
-
 /// A child forked after the runtime started uses it and destroys it.
 fn fork_child_uses_runtime() {
     for _ in 0..3 {
@@ -214,22 +201,10 @@ fn fork_child_uses_runtime() {
         // SAFETY: ends the child without running the parent's exit hooks.
         unsafe { libc::_exit(0) };
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut status = 0;
-    loop {
-        // SAFETY: our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            break;
-        }
-        if Instant::now() >= deadline {
-            // SAFETY: our own child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            eprintln!("scenario: the forked child hung");
-            std::process::exit(HUNG);
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
+    let Some(status) = wait_child(pid, Duration::from_secs(20)) else {
+        eprintln!("scenario: the forked child hung");
+        std::process::exit(HUNG);
+    };
     if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
         eprintln!("scenario: the forked child ended with wait status {status:#x}");
         std::process::exit(4);

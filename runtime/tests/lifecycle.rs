@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{run_child, task, ChildRun, TokenPtr};
+use common::{execute_and_await, run_child, task, wait_child, ChildRun, TokenPtr};
 use mlir_async_runtime::abi::*;
 use mlir_async_runtime::RuntimeStats;
 
@@ -69,19 +69,6 @@ fn spin_for(micros: u64) {
     }
 }
 
-/// Runs a task that completes a token, and awaits it from this thread.
-fn execute_and_await() {
-    let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-    // SAFETY: the task owns the producer's reference.
-    let (h, r) = task(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) });
-    mlirAsyncRuntimeExecute(h, r);
-    // SAFETY: our reference.
-    unsafe {
-        mlirAsyncRuntimeAwaitToken(token.get());
-        mlirAsyncRuntimeDropRef(token.get().cast(), 1);
-    }
-}
-
 /// A task that blocks in `AwaitToken(gate)` inside the pool, then signals.
 fn execute_blocked_on(gate: TokenPtr, done: mpsc::Sender<()>) {
     // SAFETY: the task owns one consumer reference to the gate.
@@ -108,29 +95,6 @@ fn stats() -> RuntimeStats {
     // SAFETY: a valid out pointer.
     unsafe { rust_mlir_async_runtime_stats(&mut s) };
     s
-}
-
-/// Waits for child `pid` for at most `limit`; kills it and returns `None`
-/// if it hangs, else its wait status.
-fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
-    let deadline = Instant::now() + limit;
-    let mut status = 0;
-    loop {
-        // SAFETY: our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            // SAFETY: our own child.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return None;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
 }
 
 // ---- 1: fork while other threads are inside the runtime ---------------------
@@ -235,7 +199,7 @@ fn fork_while_busy(busy: Busy, children: usize) {
 /// token, the first on a gate the main thread opens after 30 ms: a
 /// first-in-first-out pool of any size completes it.
 fn blocking_chain_of_five() {
-    for round in 0..5 {
+    for round in 0..scaled(5) {
         let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
         let mut previous = gate;
         let (tx, rx) = mpsc::channel();

@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The `resume` half of a task whose handle is a boxed Rust closure.
 unsafe extern "C" fn run_boxed(handle: *mut c_void) {
@@ -40,6 +40,42 @@ impl TokenPtr {
     }
     pub fn get(self) -> *mut mlir_async_runtime::Token {
         self.0 as *mut mlir_async_runtime::Token
+    }
+}
+
+/// Runs a task that completes a token, and awaits it from this thread.
+pub fn execute_and_await() {
+    let token = TokenPtr::new(mlir_async_runtime::abi::mlirAsyncRuntimeCreateToken());
+    // SAFETY: the task owns the producer's reference.
+    let (h, r) = task(move || unsafe { mlir_async_runtime::abi::mlirAsyncRuntimeEmplaceToken(token.get()) });
+    mlir_async_runtime::abi::mlirAsyncRuntimeExecute(h, r);
+    // SAFETY: our reference.
+    unsafe {
+        mlir_async_runtime::abi::mlirAsyncRuntimeAwaitToken(token.get());
+        mlir_async_runtime::abi::mlirAsyncRuntimeDropRef(token.get().cast(), 1);
+    }
+}
+
+/// Waits for child `pid` for at most `limit`; kills it and returns `None`
+/// if it hangs, else its wait status.
+pub fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    loop {
+        // SAFETY: our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
