@@ -18,17 +18,31 @@ pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, Atom
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), not(mlir_async_tsan)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 
+/// Under ThreadSanitizer (`make sanitize-tsan`), whose std is not
+/// instrumented, a std mutex is invisible to it and every access under one
+/// is reported as a race: the lock is one built from this crate's own
+/// (instrumented) atomics instead.
+#[cfg(all(not(loom), mlir_async_tsan))]
+pub(crate) use fork_safe::{ForkSafeGuard as MutexGuard, ForkSafeLock as Mutex};
+
 /// Locks `mutex` (std's, or loom's in a model), ignoring poisoning: nothing
 /// in the runtime panics while holding one of its locks (a panic aborts the
 /// process anyway).
+#[cfg(not(mlir_async_tsan))]
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Locks `mutex` (see the TSan `Mutex` above).
+#[cfg(mlir_async_tsan)]
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock()
 }
 
 /// `std`'s atomics and locks in every build, for process-wide statics.

@@ -405,11 +405,13 @@ fn assert_scenario(name: &str, env: &[(&str, &str)], limit: Duration) -> ChildRu
 }
 
 #[test]
+#[cfg_attr(mlir_async_tsan, ignore = "ThreadSanitizer does not support fork in a multithreaded process")]
 fn a_child_forked_while_another_thread_reads_the_counters_can_use_and_destroy_the_runtime() {
     assert_scenario("fork-during-stats", &[("MLIR_ASYNC_RUNTIME_WORKERS", "2")], Duration::from_secs(120));
 }
 
 #[test]
+#[cfg_attr(mlir_async_tsan, ignore = "ThreadSanitizer does not support fork in a multithreaded process")]
 fn a_child_forked_while_spares_start_and_exit_can_use_and_destroy_the_runtime() {
     assert_scenario(
         "fork-during-tasks",
@@ -419,6 +421,7 @@ fn a_child_forked_while_spares_start_and_exit_can_use_and_destroy_the_runtime() 
 }
 
 #[test]
+#[cfg_attr(mlir_async_tsan, ignore = "ThreadSanitizer does not support fork in a multithreaded process")]
 fn a_child_forked_while_another_thread_destroys_and_traces_can_use_and_destroy_the_runtime() {
     let dir = std::env::temp_dir().join(format!("mlir-async-fork-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
