@@ -15,7 +15,8 @@
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
-use crate::sync::process::{lock, AtomicUsize, Mutex, Ordering};
+use crate::sync::process::{AtomicUsize, Ordering};
+use crate::sync::{lock, Mutex};
 use crate::task::Task;
 
 pub(crate) struct Deques {

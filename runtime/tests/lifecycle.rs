@@ -535,6 +535,10 @@ fn schedule_fuzzing_invents_no_deadlock() {
 }
 
 #[test]
+#[cfg_attr(
+    mlir_async_tsan,
+    ignore = "the deterministic executor's state is behind a std Mutex and Condvar, which ThreadSanitizer cannot see with an uninstrumented std"
+)]
 fn deterministic_schedules_invent_no_deadlock() {
     assert_no_invented_deadlock(
         "MLIR_ASYNC_RUNTIME_SCHEDULE",
