@@ -681,14 +681,11 @@ mod loom_models {
 
     const FOREVER: Duration = Duration::from_secs(3600);
 
-    /// One worker (blocked), one spare: the spare runs a task, and the
-    /// task that ends the wait is pushed while that spare goes idle. The
-    /// start that push asks for is refused at the cap when the spare is
-    /// still counted as alive but not yet idle; the task must run anyway.
-    #[test]
-    fn a_push_as_the_only_spare_goes_idle_is_run() {
-        loom::model(|| {
-            let m = Model::new(1, FOREVER, spawn_thread);
+    /// One worker (blocked), one spare with `keep_alive`: the spare runs a
+    /// task while another thread pushes the next, and every task runs once.
+    fn push_while_the_only_spare_finishes(keep_alive: Duration) {
+        loom::model(move || {
+            let m = Model::new(1, keep_alive, spawn_thread);
             m.block_the_pool_thread();
             m.push();
             let producer = {
@@ -698,6 +695,15 @@ mod loom_models {
             producer.join().unwrap();
             m.shut_down_and_check(2);
         });
+    }
+
+    /// One worker (blocked), one spare: the spare runs a task, and the
+    /// task that ends the wait is pushed while that spare goes idle. The
+    /// start that push asks for is refused at the cap when the spare is
+    /// still counted as alive but not yet idle; the task must run anyway.
+    #[test]
+    fn a_push_as_the_only_spare_goes_idle_is_run() {
+        push_while_the_only_spare_finishes(FOREVER);
     }
 
     /// The system refuses the first spare thread while another push is in
@@ -751,16 +757,6 @@ mod loom_models {
     /// joins the old one first); the task runs once either way.
     #[test]
     fn a_spare_expiring_while_a_push_is_in_flight() {
-        loom::model(|| {
-            let m = Model::new(1, Duration::ZERO, spawn_thread);
-            m.block_the_pool_thread();
-            m.push();
-            let producer = {
-                let m = Arc::clone(&m);
-                thread::spawn(move || m.push())
-            };
-            producer.join().unwrap();
-            m.shut_down_and_check(2);
-        });
+        push_while_the_only_spare_finishes(Duration::ZERO);
     }
 }
