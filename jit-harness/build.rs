@@ -1,5 +1,5 @@
-//! Builds the FileCheck shim (shim/filecheck_shim.cpp) against LLVM 19's
-//! headers and links it with libLLVM-19, which inkwell links already; and
+//! Builds the FileCheck shim (shim/filecheck_shim.cpp) against the headers
+//! of LLVM 19 under LLVM_PREFIX and links it with libLLVM-19, which inkwell links already; and
 //! exports the harness's `pthread_create` (src/main.rs) from the executable,
 //! so that the libraries it loads create their threads through it (an
 //! alternate signal stack on each: src/crash/threads.rs).
@@ -7,8 +7,16 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Debian's LLVM 19, when neither LLVM_PREFIX nor LLVM_SYS_191_PREFIX is set.
+const DEFAULT_LLVM_PREFIX: &str = "/usr/lib/llvm-19";
+
 fn main() {
-    let prefix = PathBuf::from(std::env::var("LLVM_SYS_191_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-19".to_string()));
+    // The project's toolchain knob first, then llvm-sys's own variable.
+    let prefix = ["LLVM_PREFIX", "LLVM_SYS_191_PREFIX"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_LLVM_PREFIX));
     let llvm_config = prefix.join("bin/llvm-config");
     let out = Command::new(&llvm_config)
         .arg("--cxxflags")
@@ -34,4 +42,7 @@ fn main() {
     println!("cargo:rerun-if-changed=shim/filecheck_shim.cpp");
     println!("cargo:rerun-if-changed=shim/filecheck_shim.h");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
+    println!("cargo:rerun-if-env-changed=LLVM_PREFIX");
+    // The --mlir-bin default when LLVM_PREFIX is not set at run time (src/toolchain.rs).
+    println!("cargo:rustc-env=JIT_HARNESS_LLVM_PREFIX={}", prefix.display());
 }

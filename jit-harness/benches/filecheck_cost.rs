@@ -41,7 +41,9 @@ fn main() {
         .expect("python3");
     assert!(lowered.status.success(), "{}", String::from_utf8_lossy(&lowered.stderr));
     let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).unwrap();
-    let libs = "/usr/lib/llvm-19/lib/libmlir_c_runner_utils.so,/usr/lib/llvm-19/lib/libmlir_runner_utils.so";
+    let lib = jit_harness::toolchain::llvm_prefix().join("lib");
+    let libs = format!("{}/libmlir_c_runner_utils.so,{}/libmlir_runner_utils.so", lib.display(), lib.display());
+    let libs = libs.as_str();
     let mut programs = Vec::new();
     for line in manifest.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let c: Vec<&str> = line.split('\t').collect();

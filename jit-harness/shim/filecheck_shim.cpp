@@ -29,7 +29,7 @@
 // checks from one thread anyway).
 //
 // Both are tied to the LLVM 19 headers this file is compiled against (the
-// build uses /usr/lib/llvm-19); the shim is built and tested with them.
+// build's LLVM_PREFIX, build.rs); the shim is built and tested with them.
 
 #include "filecheck_shim.h"
 

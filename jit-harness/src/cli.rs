@@ -46,12 +46,14 @@ pub struct Cli {
     pub input_format: InputFormat,
 
     /// mlir-opt pass pipeline for MLIR input (an empty string only translates;
-    /// default: MLIR 19's pipeline in mlir-tests/lib/pipelines.txt).
+    /// default: the pipeline in mlir-tests/lib/pipelines.txt of --mlir-bin's MLIR version,
+    /// .../llvm-N/bin, or MLIR 19's).
     #[arg(long, value_name = "PIPELINE")]
     pub pipeline: Option<String>,
 
-    /// Directory with mlir-opt and mlir-translate.
-    #[arg(long, value_name = "DIR", default_value = "/usr/lib/llvm-19/bin")]
+    /// Directory with mlir-opt and mlir-translate (default: $LLVM_PREFIX/bin, else the bin
+    /// directory of the LLVM this harness was built against).
+    #[arg(long, value_name = "DIR", default_value_os_t = crate::toolchain::llvm_prefix().join("bin"))]
     pub mlir_bin: PathBuf,
 
     /// Run the pipeline's parallelizing passes (async-parallel-for) with the mlir-opt in DIR,

@@ -23,6 +23,7 @@ pub mod resolve;
 pub mod run;
 pub mod tally;
 pub mod text;
+pub mod toolchain;
 pub mod watchdog;
 
 use clap::error::ErrorKind;
@@ -182,7 +183,10 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         None => resolve::default_runtime()?,
     };
     let input = input::load(&cli.input, cli.input_format)?;
-    let pipeline = cli.pipeline.clone().unwrap_or_else(lower::default_pipeline);
+    let pipeline = match &cli.pipeline {
+        Some(p) => p.clone(),
+        None => lower::default_pipeline(&cli.mlir_bin)?,
+    };
     let ir = match input.format {
         input::Format::LlvmIr => input.text.clone(),
         input::Format::Mlir => match &cli.front_mlir_bin {

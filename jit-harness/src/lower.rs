@@ -8,39 +8,16 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The project's lowering pipelines, defined once for every MLIR version
-/// (the corpus, bench, stress and compat scripts read the same file; its
-/// header documents the `VERSION KEY VALUE` format).
-const PIPELINES: &str = include_str!("../../mlir-tests/lib/pipelines.txt");
-
-/// The MLIR version of the default `--mlir-bin` (/usr/lib/llvm-19/bin).
-const MLIR_VERSION: &str = "19";
-
-/// The default `--pipeline` for MLIR input: MLIR 19's whole pipeline from
-/// pipelines.txt, `anchor(async-func, to-runtime, ref-counting, to-llvm)`
-/// (what `mlir-tests/lib/pipelines.py` prints).
-pub fn default_pipeline() -> String {
-    let values = |key: &str| -> Vec<&'static str> {
-        PIPELINES
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                match (fields.next(), fields.next(), fields.next()) {
-                    (Some(v), Some(k), Some(value)) if v == MLIR_VERSION && k == key => Some(value),
-                    _ => None,
-                }
-            })
-            .collect()
-    };
-    let passes = ["async-func", "to-runtime", "ref-counting", "to-llvm"]
-        .iter()
-        .flat_map(|key| values(key))
-        .collect::<Vec<_>>()
-        .join(",");
-    match values("anchor").first() {
-        Some(anchor) => format!("{anchor}({passes})"),
-        None => passes,
-    }
+/// The default `--pipeline` for MLIR input: the whole pipeline of the
+/// MLIR version of `mlir_bin` (`.../llvm-N/bin`; MLIR 19 when the name does
+/// not say) from mlir-tests/lib/pipelines.txt, read by the mlir-pipelines
+/// crate: `anchor(async-func, to-runtime, ref-counting, to-llvm)`, what
+/// `mlir-tests/lib/pipelines.py --llvm-prefix <prefix>` prints.
+pub fn default_pipeline(mlir_bin: &Path) -> Result<String> {
+    let number = mlir_pipelines::version_of_prefix(mlir_bin).unwrap_or(mlir_pipelines::DEFAULT_VERSION);
+    let table = mlir_pipelines::Table::embedded().map_err(|e| Error::usage(e.to_string()))?;
+    let version = table.version(number).map_err(|e| Error::usage(format!("--mlir-bin {}: {e}", mlir_bin.display())))?;
+    Ok(version.default_pipeline())
 }
 
 /// Runs `tool args` with `stdin` as input; returns its standard output, or
@@ -97,23 +74,16 @@ pub fn mlir_to_llvm_ir_split(input: &Input, front_bin: &Path, front: &str, mlir_
 #[cfg(test)]
 mod tests {
     use super::default_pipeline;
-    use std::process::Command;
+    use std::path::Path;
 
     #[test]
-    fn default_pipeline_is_the_one_pipelines_py_prints() {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../mlir-tests/lib/pipelines.py");
-        let out = Command::new("python3")
-            .args([script, "--mlir-version", super::MLIR_VERSION])
-            .output()
-            .expect("python3 runs pipelines.py");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(default_pipeline(), String::from_utf8_lossy(&out.stdout).trim());
-    }
-
-    #[test]
-    fn default_pipeline_lowers_async_func_through_llvm() {
-        let p = default_pipeline();
-        assert!(p.starts_with("builtin.module(async-func-to-async-runtime,async-to-async-runtime,"), "{p}");
-        assert!(p.ends_with(",reconcile-unrealized-casts)"), "{p}");
+    fn the_default_pipeline_is_that_of_mlir_bins_version() {
+        let p19 = default_pipeline(Path::new("/opt/llvm-19/bin")).unwrap();
+        assert!(p19.starts_with("builtin.module(async-func-to-async-runtime,async-to-async-runtime,"), "{p19}");
+        assert!(p19.contains("finalize-memref-to-llvm"), "{p19}");
+        let p16 = default_pipeline(Path::new("/opt/llvm-16/bin")).unwrap();
+        assert!(p16.contains("convert-memref-to-llvm") && !p16.contains("finalize-memref"), "{p16}");
+        assert_eq!(default_pipeline(Path::new("/opt/llvm/bin")).unwrap(), p19, "an unnamed prefix is MLIR 19");
+        assert!(default_pipeline(Path::new("/opt/llvm-13/bin")).is_err());
     }
 }

@@ -20,7 +20,7 @@ fn racy(name: &str) -> PathBuf {
 /// Lowers a racy program to LLVM IR once (the replays then skip mlir-opt).
 fn lowered(name: &str, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{name}.ll"));
-    let pipeline = jit_harness::lower::default_pipeline();
+    let pipeline = default_pipeline();
     let status = Command::new("bash")
         .args(["-o", "pipefail", "-c"])
         .arg(format!(
@@ -129,7 +129,7 @@ fn the_runtime_variable_replays_the_same_schedule_under_mlir_cpu_runner() {
     let harness = run_printed(schedule["replay"].as_str().unwrap(), &["--echo"]);
     let env = schedule["replay_env"].as_str().unwrap();
     assert!(env.contains("MLIR_ASYNC_RUNTIME_SCHEDULE=random:"), "{env}");
-    let pipeline = jit_harness::lower::default_pipeline();
+    let pipeline = default_pipeline();
     let runner = run_printed(
         &format!(
             "{LLVM}/bin/mlir-opt '{}' --pass-pipeline='{pipeline}' | env {env} {LLVM}/bin/mlir-cpu-runner -e main \

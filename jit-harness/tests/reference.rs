@@ -84,7 +84,7 @@ fn check_and_reference_failures_are_both_reported() {
 fn schedule_dependent_lines_fail_unless_ignored() {
     let with_workers = |program: &str, extra: &[&str]| {
         let mut args = args_for(program, CORRECT, extra);
-        args[2] = jit_harness::lower::default_pipeline();
+        args[2] = default_pipeline();
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut cmd = std::process::Command::new(harness());
         cmd.args(&refs).env("MLIR_ASYNC_RUNTIME_WORKERS", "3");

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The MLIR lowering pipelines, per MLIR version, read from pipelines.txt
-(the one definition; its header documents the format and every key).
+(the one definition; its header documents the format and every key). This
+is the Python reader; the Rust one is the crate pipelines/ (mlir-pipelines),
+whose tests check that the two agree.
 
-As a module (corpus.py, lit.cfg.py, scripts/bench.py, stress.py, compat.py):
+As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
     table = load(); v = table[19]
     v.pipeline()                        anchor(async-func?, passes)
     v.pipeline(front='async-parallel-for', async_func=False)

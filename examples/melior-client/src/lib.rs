@@ -51,36 +51,18 @@ module {
 }
 "#;
 
-/// The project's lowering pipelines for every MLIR version (one definition:
-/// the corpus, the scripts and the JIT harness read the same file).
-const PIPELINES: &str = include_str!("../../../mlir-tests/lib/pipelines.txt");
-
 /// MLIR 19's whole async lowering,
 /// `builtin.module(async-func, to-runtime, ref-counting, to-llvm)` of
-/// `pipelines.txt`: what `python3 mlir-tests/lib/pipelines.py` prints.
+/// `mlir-tests/lib/pipelines.txt` (the project's one definition, read by the
+/// mlir-pipelines crate): what `python3 mlir-tests/lib/pipelines.py` prints.
+/// melior 0.22 is MLIR 19 (mlir-sys 0.4), so that is the version.
 pub fn lowering_pipeline() -> String {
-    let values = |key: &str| -> Vec<&'static str> {
-        PIPELINES
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                match (fields.next(), fields.next(), fields.next()) {
-                    (Some("19"), Some(k), Some(value)) if k == key => Some(value),
-                    _ => None,
-                }
-            })
-            .collect()
-    };
-    let passes = ["async-func", "to-runtime", "ref-counting", "to-llvm"]
-        .iter()
-        .flat_map(|key| values(key))
-        .collect::<Vec<_>>()
-        .join(",");
-    match values("anchor").first() {
-        Some(anchor) => format!("{anchor}({passes})"),
-        None => passes,
-    }
+    let table = mlir_pipelines::Table::embedded().expect("pipelines.txt parses (its own tests say so)");
+    table.version(MLIR_VERSION).expect("pipelines.txt has MLIR 19").default_pipeline()
 }
+
+/// The MLIR version melior 0.22 binds.
+const MLIR_VERSION: u32 = 19;
 
 /// A context that knows every dialect, pass and LLVM translation.
 pub fn context() -> Context {

@@ -6,7 +6,22 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-pub const LLVM: &str = "/usr/lib/llvm-19";
+/// The LLVM/MLIR install under test, `{LLVM}` in paths: $LLVM_PREFIX, else
+/// the one the harness was built against (jit_harness::toolchain).
+pub const LLVM: LlvmPrefix = LlvmPrefix;
+
+pub struct LlvmPrefix;
+
+impl std::fmt::Display for LlvmPrefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", jit_harness::toolchain::llvm_prefix().display())
+    }
+}
+
+/// The default pipeline of the harness for the toolchain under test.
+pub fn default_pipeline() -> String {
+    jit_harness::lower::default_pipeline(&jit_harness::toolchain::llvm_prefix().join("bin")).unwrap()
+}
 
 pub fn harness() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_jit-harness"))
@@ -24,7 +39,7 @@ pub fn our_runtime() -> PathBuf {
 }
 
 pub fn cxx_runtime() -> PathBuf {
-    let p = PathBuf::from(LLVM).join("lib/libmlir_async_runtime.so");
+    let p = jit_harness::toolchain::llvm_prefix().join("lib/libmlir_async_runtime.so");
     assert!(p.is_file(), "{} is missing (scripts/setup.sh installs it)", p.display());
     p
 }
@@ -80,11 +95,11 @@ pub fn summary(r: &Run) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}; stderr: {}", r.stderr))
 }
 
-/// Lowers tests/data/NAME.mlir to LLVM IR in a temp dir with MLIR 19's tools.
+/// Lowers tests/data/NAME.mlir to LLVM IR in a temp dir with the toolchain's mlir-opt and mlir-translate.
 pub fn lower_to_ll(name: &str, dir: &Path) -> PathBuf {
     let src = data(&format!("{name}.mlir"));
     let out = dir.join(format!("{name}.ll"));
-    let pipeline = jit_harness::lower::default_pipeline();
+    let pipeline = default_pipeline();
     let status = Command::new("bash")
         .arg("-o")
         .arg("pipefail")

@@ -1,0 +1,229 @@
+//! The MLIR lowering pipelines of the project, per MLIR version, read from
+//! `mlir-tests/lib/pipelines.txt` (the one definition; its header documents
+//! the `VERSION KEY VALUE` format and every key). This crate is the Rust
+//! reader of that file, shared by `jit-harness` and `examples/melior-client`;
+//! `mlir-tests/lib/pipelines.py` is the Python one, and the two agree
+//! (`tests/agrees_with_pipelines_py.rs`).
+//!
+//! ```
+//! let table = mlir_pipelines::Table::embedded().unwrap();
+//! let v19 = table.version(19).unwrap();
+//! assert!(v19.pipeline(false, None, None).starts_with("builtin.module(async-func-to-async-runtime,"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// The text of `mlir-tests/lib/pipelines.txt`, embedded at build time.
+pub const TABLE_TEXT: &str = include_str!("../../mlir-tests/lib/pipelines.txt");
+
+/// The MLIR version the corpus is written for, and the default when an
+/// install prefix does not name its version (`.../llvm-N`).
+pub const DEFAULT_VERSION: u32 = 19;
+
+const SCALAR_KEYS: &[&str] = &["runner", "anchor", "async-func", "to-runtime", "ref-counting", "policy-ref-counting"];
+const LIST_KEYS: &[&str] = &["to-llvm"];
+const REQUIRED_KEYS: &[&str] = &["runner", "to-runtime", "ref-counting", "policy-ref-counting", "to-llvm"];
+
+/// A malformed table, or a version it does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// One MLIR version's row of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub number: u32,
+    /// The JIT runner's name in `<prefix>/bin`.
+    pub runner: String,
+    /// The op a whole pipeline is nested in; `None`: a bare pass list.
+    pub anchor: Option<String>,
+    /// The async.func lowering; `None`: the version has none.
+    pub async_func: Option<String>,
+    pub to_runtime: String,
+    pub ref_counting: String,
+    pub policy_ref_counting: String,
+    pub to_llvm: Vec<String>,
+}
+
+impl Version {
+    /// The pass list without anchor: `[async-func,] to-runtime,
+    /// ref-counting (or the policy-based one), to-llvm`.
+    pub fn passes(&self, policy: bool, async_func: bool) -> Result<String, Error> {
+        let mut steps: Vec<&str> = Vec::new();
+        if async_func {
+            let pass = self
+                .async_func
+                .as_deref()
+                .ok_or_else(|| Error(format!("MLIR {} has no async.func lowering", self.number)))?;
+            steps.push(pass);
+        }
+        steps.push(&self.to_runtime);
+        steps.push(if policy { &self.policy_ref_counting } else { &self.ref_counting });
+        steps.extend(self.to_llvm.iter().map(String::as_str));
+        Ok(steps.join(","))
+    }
+
+    /// `passes` nested in the version's anchor, if it has one.
+    pub fn anchored(&self, passes: &str) -> String {
+        match &self.anchor {
+            Some(anchor) => format!("{anchor}({passes})"),
+            None => passes.to_string(),
+        }
+    }
+
+    /// The whole pipeline, anchored. `async_func: None` includes the
+    /// async.func lowering where the version has one; `front` is a pass
+    /// (with options) to run first, e.g. `async-parallel-for{...}`.
+    pub fn pipeline(&self, policy: bool, async_func: Option<bool>, front: Option<&str>) -> String {
+        let async_func = async_func.unwrap_or(self.async_func.is_some()) && self.async_func.is_some();
+        let passes = self.passes(policy, async_func).expect("async.func only where the version has it");
+        match front {
+            Some(front) => self.anchored(&format!("{front},{passes}")),
+            None => self.anchored(&passes),
+        }
+    }
+
+    /// The default pipeline for a program: everything, the automatic
+    /// reference counting (what `pipelines.py` prints without options).
+    pub fn default_pipeline(&self) -> String {
+        self.pipeline(false, None, None)
+    }
+}
+
+/// Every version of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    versions: BTreeMap<u32, Version>,
+}
+
+impl Table {
+    /// Parses the table's text; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Table, Error> {
+        let mut rows: BTreeMap<u32, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut parts = line.splitn(3, char::is_whitespace);
+            let (version, key, value) = match (parts.next(), parts.next(), parts.next().map(str::trim)) {
+                (Some(v), Some(k), Some(value)) if !value.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                    (v.parse::<u32>().map_err(|e| Error(format!("{source}:{}: {e}", n + 1)))?, k, value)
+                }
+                _ => return Err(Error(format!("{source}:{}: expected `VERSION KEY VALUE`: {line}", n + 1))),
+            };
+            let entries = rows.entry(version).or_default();
+            if SCALAR_KEYS.contains(&key) {
+                if entries.contains_key(key) {
+                    return Err(Error(format!("{source}:{}: {key} given twice for MLIR {version}", n + 1)));
+                }
+            } else if !LIST_KEYS.contains(&key) {
+                return Err(Error(format!("{source}:{}: unknown key {key}", n + 1)));
+            }
+            entries.entry(key).or_default().push(value);
+        }
+        let mut versions = BTreeMap::new();
+        for (number, mut entries) in rows {
+            let missing: Vec<&str> = REQUIRED_KEYS.iter().copied().filter(|k| !entries.contains_key(k)).collect();
+            if !missing.is_empty() {
+                return Err(Error(format!("{source}: MLIR {number} lacks {}", missing.join(", "))));
+            }
+            let one = |key: &str| entries.get(key).map(|v| v[0].to_string());
+            let version = Version {
+                number,
+                runner: one("runner").unwrap_or_default(),
+                anchor: one("anchor"),
+                async_func: one("async-func"),
+                to_runtime: one("to-runtime").unwrap_or_default(),
+                ref_counting: one("ref-counting").unwrap_or_default(),
+                policy_ref_counting: one("policy-ref-counting").unwrap_or_default(),
+                to_llvm: entries.remove("to-llvm").unwrap_or_default().into_iter().map(String::from).collect(),
+            };
+            versions.insert(number, version);
+        }
+        Ok(Table { versions })
+    }
+
+    /// The table embedded in this crate ([`TABLE_TEXT`]).
+    pub fn embedded() -> Result<Table, Error> {
+        Table::parse(TABLE_TEXT, "mlir-tests/lib/pipelines.txt")
+    }
+
+    /// The row of MLIR `number`.
+    pub fn version(&self, number: u32) -> Result<&Version, Error> {
+        self.versions.get(&number).ok_or_else(|| {
+            let have: Vec<String> = self.versions.keys().map(u32::to_string).collect();
+            Error(format!("no MLIR {number} in pipelines.txt (have {})", have.join(" ")))
+        })
+    }
+
+    /// Every version, ascending.
+    pub fn numbers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.versions.keys().copied()
+    }
+}
+
+/// The MLIR version of an install prefix named like `.../llvm-N` (Debian's
+/// layout), or of its `bin` directory; `None` when the name does not say.
+pub fn version_of_prefix(path: &Path) -> Option<u32> {
+    let prefix = if path.file_name().is_some_and(|n| n == "bin") { path.parent()? } else { path };
+    prefix.file_name()?.to_str()?.strip_prefix("llvm-")?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_version_of_the_table_parses() {
+        let table = Table::embedded().unwrap();
+        assert_eq!(table.numbers().collect::<Vec<_>>(), vec![14, 15, 16, 19, 22]);
+        assert_eq!(table.version(22).unwrap().runner, "mlir-runner");
+        assert_eq!(table.version(15).unwrap().anchor, None);
+    }
+
+    #[test]
+    fn a_pipeline_is_anchored_with_async_func_first() {
+        let table = Table::embedded().unwrap();
+        let p = table.version(19).unwrap().default_pipeline();
+        assert!(p.starts_with("builtin.module(async-func-to-async-runtime,async-to-async-runtime,"), "{p}");
+        assert!(p.ends_with(",reconcile-unrealized-casts)"), "{p}");
+        let p15 = table.version(15).unwrap().default_pipeline();
+        assert!(p15.starts_with("async-to-async-runtime,func.func("), "{p15}");
+    }
+
+    #[test]
+    fn a_front_pass_comes_first_inside_the_anchor() {
+        let table = Table::embedded().unwrap();
+        let p = table.version(19).unwrap().pipeline(false, Some(false), Some("async-parallel-for{num-workers=1}"));
+        assert!(p.starts_with("builtin.module(async-parallel-for{num-workers=1},async-to-async-runtime,"), "{p}");
+    }
+
+    #[test]
+    fn malformed_tables_say_where() {
+        assert_eq!(Table::parse("19 runner", "t").unwrap_err().to_string(), "t:1: expected `VERSION KEY VALUE`: 19 runner");
+        assert_eq!(Table::parse("# c\n19 colour red", "t").unwrap_err().to_string(), "t:2: unknown key colour");
+        assert_eq!(
+            Table::parse("19 runner a\n19 runner b", "t").unwrap_err().to_string(),
+            "t:2: runner given twice for MLIR 19"
+        );
+        assert!(Table::parse("19 runner a", "t").unwrap_err().to_string().starts_with("t: MLIR 19 lacks to-runtime"));
+        assert_eq!(Table::embedded().unwrap().version(13).unwrap_err().to_string(), "no MLIR 13 in pipelines.txt (have 14 15 16 19 22)");
+    }
+
+    #[test]
+    fn the_version_of_a_prefix_comes_from_its_name() {
+        assert_eq!(version_of_prefix(Path::new("/opt/x/llvm-22")), Some(22));
+        assert_eq!(version_of_prefix(Path::new("/opt/x/llvm-16/bin")), Some(16));
+        assert_eq!(version_of_prefix(Path::new("/opt/llvm")), None);
+    }
+}
