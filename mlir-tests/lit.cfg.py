@@ -2,14 +2,15 @@
 """lit configuration for the async MLIR corpus.
 
 Run:   lit -sv mlir-tests                                   (our Rust runtime)
-       lit -sv mlir-tests --param runtime=/usr/lib/llvm-19/lib/libmlir_async_runtime.so
+       lit -sv mlir-tests --param runtime=$LLVM_PREFIX/lib/libmlir_async_runtime.so
 Params:
   runtime=PATH        runtime library under test; default
                       <repo>/target/release/libmlir_async_runtime.so (computed
                       relative to this file)
   runtime_kind=cxx|rust|floor  override the detection below (floor: the
                       single-thread yardstick of bench/floor, `make lit-floor`)
-  llvm_prefix=PATH    LLVM/MLIR install (default /usr/lib/llvm-19); its MLIR
+  llvm_prefix=PATH    LLVM/MLIR install (default: $LLVM_PREFIX, else Debian's
+                      LLVM 19, lib/toolchain.py); its MLIR
                       version (from the name, .../llvm-N) picks the pipelines
                       of lib/pipelines.txt and the runner; an unpacked one
                       (target/compat/N/root/usr/lib/llvm-N) runs with
@@ -80,35 +81,33 @@ config.test_exec_root = os.path.join(os.path.dirname(config.test_source_root),
 
 sys.path.insert(0, os.path.join(config.test_source_root, 'lib'))
 import corpus  # noqa: E402
+import rules  # noqa: E402
+import toolchain  # noqa: E402
 
-llvm_prefix = os.path.abspath(lit_config.params.get('llvm_prefix',
-                                                    corpus.DEFAULT_LLVM_PREFIX))
+llvm_prefix = os.path.abspath(toolchain.llvm_prefix(lit_config.params.get('llvm_prefix')))
 runtime = os.path.abspath(lit_config.params.get('runtime', corpus.DEFAULT_RUNTIME))
-kind = lit_config.params.get('runtime_kind')
-if kind is None:
-    kind = 'cxx' if runtime.startswith(llvm_prefix + os.sep) else 'rust'
-if kind not in ('cxx', 'rust', 'floor'):
-    lit_config.fatal('runtime_kind must be cxx, rust or floor, not %r' % kind)
+kind = lit_config.params.get('runtime_kind') or rules.runtime_kind(runtime, llvm_prefix)
 if not os.path.exists(runtime):
     lit_config.fatal('runtime library under test not found: %s '
                      '(build it, or pass --param runtime=PATH)' % runtime)
-config.available_features.add(kind + '-runtime')
 try:
-    mlir = corpus.mlir_version(llvm_prefix)
+    mlir = toolchain.mlir_version(llvm_prefix)
+    config.available_features.update(rules.features(kind, mlir.number))
 except ValueError as e:
     lit_config.fatal(str(e))
-config.available_features.add('mlir-%d' % mlir.number)
 lit_config.note('async runtime under test: %s (%s-runtime), MLIR %d'
                 % (runtime, kind, mlir.number))
 
 for k, v in corpus.substitutions(llvm_prefix, runtime, mlir.number):
     config.substitutions.append((k, v))
 config.substitutions.append(('%python', sys.executable))
-if 'LD_LIBRARY_PATH' in corpus.toolchain_env(llvm_prefix, {}):
+if 'LD_LIBRARY_PATH' in toolchain.toolchain_env(llvm_prefix, {}):
     config.environment['LD_LIBRARY_PATH'] = \
-        corpus.toolchain_env(llvm_prefix, config.environment)['LD_LIBRARY_PATH']
+        toolchain.toolchain_env(llvm_prefix, config.environment)['LD_LIBRARY_PATH']
+# The scripts that tests run (scripts/test_*.py) take the same prefix.
+config.environment[toolchain.ENV_VAR] = llvm_prefix
 
-# FileCheck / not / count resolve through PATH: put LLVM 19 first.
+# FileCheck / not / count resolve through PATH: put the toolchain's first.
 config.environment['PATH'] = os.pathsep.join(
     [os.path.join(llvm_prefix, 'bin'), config.environment.get('PATH', '')])
 try:

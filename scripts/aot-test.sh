@@ -22,7 +22,8 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-prefix="" manifest="" llvm=/usr/lib/llvm-19 out=$root/target/aot only=()
+lib=$root/mlir-tests/lib
+prefix="" manifest="" llvm=$(python3 "$lib/toolchain.py" prefix) out=$root/target/aot only=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
@@ -137,24 +138,18 @@ run_program() {
   return 0
 }
 
-declare -A col=()
-while IFS=$'\t' read -r -a row; do
-  if [ "${#col[@]}" -eq 0 ]; then
-    row[0]=${row[0]#\#}
-    for i in "${!row[@]}"; do col[${row[$i]}]=$i; done
-    continue
-  fi
-  get() { local v=${row[${col[$1]}]:-}; [ "$v" = "-" ] && v=""; printf '%s' "$v"; }
-  name=$(get name)
+# The manifest's rows with lit's verdict for our runtime (the one reader and
+# skip rule: mlir-tests/lib/manifest.py, rules.py); '-' is an empty cell.
+rows=$(python3 "$lib/manifest.py" rows "$manifest" ${only[@]+"${only[@]}"} --runtime-kind rust \
+  --llvm-prefix "$llvm" --columns name,ll,check_file,check_prefix,entry,entry_result,env) \
+  || { echo "aot-test: cannot read $manifest" >&2; exit 2; }
+while IFS=$'\t' read -r expected why name ll check_file check_prefix entry entry_result env; do
   [ -n "$name" ] || continue
-  if [ "${#only[@]}" -gt 0 ] && [[ " ${only[*]} " != *" $name "* ]]; then continue; fi
-  requires=$(get requires) unsupported=$(get unsupported) xfail=$(get xfail)
-  if [ -n "$requires" ] && [ "$requires" != rust-runtime ]; then echo "SKIP $name: requires $requires"; continue; fi
-  if [[ ",$unsupported," == *",rust-runtime,"* ]]; then echo "SKIP $name: unsupported on rust-runtime"; continue; fi
-  if [ "$(get entry_result)" != void ]; then echo "SKIP $name: entry returns $(get entry_result), main.c calls a void entry"; continue; fi
-  entry=$(get entry) ll=$(get ll) check_file=$(get check_file) check_prefix=$(get check_prefix)
-  check_prefix=${check_prefix:-CHECK}
-  read -r -a envs <<<"$(get env)"
+  if [ "$expected" = unsupported ]; then echo "SKIP $name: $why"; continue; fi
+  if [ "$entry_result" != void ]; then echo "SKIP $name: entry returns $entry_result, main.c calls a void entry"; continue; fi
+  [ "$check_prefix" != - ] || check_prefix=CHECK
+  [ "$env" != - ] || env=""
+  read -r -a envs <<<"$env"
   obj=$out/$name.o
   # The coroutine passes (coro-early, coro-split, coro-cleanup) are part of
   # opt's default<O1> pipeline; llc alone cannot lower the coroutine
@@ -172,13 +167,13 @@ while IFS=$'\t' read -r -a row; do
     fi
     if run_program "$name" $link "$exe" "$check_file" "$check_prefix" ${envs[@]+"${envs[@]}"} >"$out/$name.$link.why" 2>&1; then
       pass "$name $link"
-    elif [[ ",$xfail," == *",rust-runtime,"* ]]; then
+    elif [ "$expected" = xfail ]; then
       echo "XFAIL $name $link"
     else
       fail "$name $link" "see $out/$name.$link.{out,err}" "$out/$name.$link.why" "$out/$name.$link.err"
     fi
   done
-done <"$manifest"
+done <<<"$rows"
 
 # A compiled program that never calls the destroy hook still writes its
 # trace and counters at exit, with its main thread's waits.

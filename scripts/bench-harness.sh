@@ -15,12 +15,13 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+lib=$root/mlir-tests/lib
 n=1000
 runner_n=""
 program=values
 harness=$root/target/release/jit-harness
 runtime=$root/target/release/libmlir_async_runtime.so
-llvm_bin=/usr/lib/llvm-19/bin
+llvm_bin=$(python3 "$lib/toolchain.py" bin)
 corpus=$root/target/corpus
 
 while [ $# -gt 0 ]; do
@@ -45,12 +46,18 @@ manifest=$corpus/manifest.tsv
 [ -f "$runtime" ] || { echo "bench-harness: no runtime at $runtime" >&2; exit 2; }
 [ -f "$manifest" ] || { echo "bench-harness: no $manifest (make corpus)" >&2; exit 2; }
 
-row=$(awk -F'\t' -v p="$program" '$1 == p' "$manifest")
+# The program's row, by the one manifest reader (mlir-tests/lib/manifest.py;
+# '-' is an empty cell), and its jit-harness command (harness.py).
+row=$(python3 "$lib/manifest.py" rows "$manifest" "$program" --runtime-kind rust \
+  --llvm-prefix "$(dirname "$llvm_bin")" --columns ll,check_file,check_prefix,entry,entry_result,env,mlir)
 [ -n "$row" ] || { echo "bench-harness: $program is not in $manifest" >&2; exit 2; }
-IFS=$'\t' read -r _ ll check prefix entry result envs _ _ _ _ mlir <<<"$row"
+IFS=$'\t' read -r _ _ ll check prefix entry result envs mlir <<<"$row"
 [ "$prefix" = "-" ] && prefix=CHECK
 [ "$envs" = "-" ] && envs=""
-[ -f "${mlir:-}" ] || { echo "bench-harness: $manifest has no LLVM dialect file for $program (make corpus)" >&2; exit 2; }
+[ "$mlir" != "-" ] && [ -f "$mlir" ] || { echo "bench-harness: $manifest has no LLVM dialect file for $program (make corpus)" >&2; exit 2; }
+mapfile -d '' harness_cmd < <(python3 "$lib/harness.py" row "$manifest" "$program" --harness "$harness" \
+  --runtime "$runtime" --libs "$libs" -- --repeat "$n" --json)
+[ "${#harness_cmd[@]}" -gt 0 ] || { echo "bench-harness: no harness command for $program" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -60,8 +67,7 @@ rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.1f", n / t }'; }
 
 # jit-harness: one process, N checked runs, RSS sampled every 10 ms.
 t0=$(now)
-env $envs "$harness" "$ll" --runtime "$runtime" --shared-lib "$libs" --entry "$entry" \
-  --check "$check" --check-prefix "$prefix" --repeat "$n" --json >"$work/harness.json" &
+"${harness_cmd[@]}" >"$work/harness.json" &
 pid=$!
 : >"$work/rss"
 while kill -0 "$pid" 2>/dev/null; do

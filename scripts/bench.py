@@ -51,7 +51,10 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "bench"
 
 sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
+import harness  # noqa: E402  (the one jit-harness command line)
+import lowering  # noqa: E402  (the one lowering recipe)
 import pipelines  # noqa: E402  (the project's one definition of the pipelines)
+import toolchain  # noqa: E402  (LLVM_PREFIX)
 
 # BENCH-PIPELINE kinds. Both are the pipeline of mlir-tests/lib/pipelines.txt
 # for the MLIR version of --llvm-bin (async.func lowering included);
@@ -105,23 +108,33 @@ def discover(bench_dir: Path, only: list[str] | None) -> list[Workload]:
 
 
 def lower(w: Workload, llvm_bin: Path, out: Path, want_ir: bool) -> None:
-    w.lowered = out / f"{w.name}.llvm.mlir"
-    r = subprocess.run(
-        [str(llvm_bin / "mlir-opt"), str(w.path),
-         f"-pass-pipeline={pipeline(w.pipeline, llvm_bin)}", "-o", str(w.lowered)],
-        capture_output=True, text=True)
-    if r.returncode != 0:
-        w.lower_error = "mlir-opt: " + r.stderr.strip()[-2000:]
+    """out/NAME.llvm.mlir (and out/NAME.ll with want_ir) by the one recipe
+    (mlir-tests/lib/lowering.py); a failure goes to w.lower_error."""
+    lowered, ll = out / f"{w.name}.llvm.mlir", out / f"{w.name}.ll"
+    try:
+        lowering.lower_file(str(w.path), str(ll), pipeline(w.pipeline, llvm_bin),
+                            prefix=toolchain.prefix_of_bin(str(llvm_bin)),
+                            mlir=str(lowered), to_ir=want_ir)
+    except lowering.LoweringError as e:
+        w.lower_error = str(e)[-2000:]
         return
-    if want_ir:
-        w.llvm_ir = out / f"{w.name}.ll"
-        r = subprocess.run(
-            [str(llvm_bin / "mlir-translate"), "--mlir-to-llvmir",
-             str(w.lowered), "-o", str(w.llvm_ir)],
-            capture_output=True, text=True)
-        if r.returncode != 0:
-            w.llvm_ir = None
-            w.lower_error = "mlir-translate: " + r.stderr.strip()[-2000:]
+    w.lowered = lowered
+    w.llvm_ir = ll if want_ir else None
+
+
+def add_common_args(ap: argparse.ArgumentParser, out: Path) -> None:
+    """The options bench.py and bench_instr.py share: the runtimes, the
+    programs, the toolchain (default: $LLVM_PREFIX's)."""
+    ap.add_argument("--runtime", type=Path,
+                    default=REPO / "target/release/libmlir_async_runtime.so",
+                    help="our runtime library")
+    ap.add_argument("--cxx", type=Path, default=Path(toolchain.tools()["cxx_runtime"]),
+                    help="the C++ reference runtime ('' to skip, bench_instr.py only)")
+    ap.add_argument("--out", type=Path, default=out, help=f"output directory (default {out})")
+    ap.add_argument("--bench-dir", type=Path, default=BENCH_DIR,
+                    help="directory of the *.mlir programs (default bench/)")
+    ap.add_argument("--llvm-bin", type=Path, default=Path(toolchain.bin_dir()),
+                    help="the toolchain (default: $LLVM_PREFIX/bin)")
 
 
 def run_child(cmd: list[str], timeout: float) -> dict:
@@ -216,11 +229,9 @@ def command(cfg: Config, w: Workload, args) -> list[str] | None:
                 f"-shared-libs={c_utils},{cfg.runtime}"]
     if w.llvm_ir is None:
         return None
-    cmd = [str(args.harness), str(w.llvm_ir), "--runtime", str(cfg.runtime),
-           "--shared-lib", str(c_utils), "--repeat", str(args.harness_repeat),
-           "--entry", "main"]
-    return cmd + ([w.opt] if args.harness_opt else []) + \
-        (["--echo"] if args.harness_echo else [])
+    extra = ([w.opt] if args.harness_opt else []) + (["--echo"] if args.harness_echo else [])
+    return harness.command(args.harness, w.llvm_ir, cfg.runtime, [str(c_utils)],
+                           repeat=args.harness_repeat, entry="main", extra=extra)
 
 
 def quartiles(xs: list[float]) -> tuple[float, float, float]:
@@ -447,26 +458,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=11,
                     help="runs per workload and configuration (default 11)")
-    ap.add_argument("--runtime", type=Path,
-                    default=REPO / "target/release/libmlir_async_runtime.so",
-                    help="our runtime library")
-    ap.add_argument("--cxx", type=Path,
-                    default=Path("/usr/lib/llvm-19/lib/libmlir_async_runtime.so"),
-                    help="the C++ reference runtime")
+    add_common_args(ap, REPO / "target/bench")
     ap.add_argument("--floor", type=Path, default=None,
                     help="the single-thread floor runtime (make floor); "
                     "its columns are skipped with a note without it")
     ap.add_argument("--only", action="append", metavar="NAME",
                     help="run only this workload (repeatable, or comma list)")
-    ap.add_argument("--out", type=Path, default=REPO / "target/bench",
-                    help="output directory (default target/bench)")
     ap.add_argument("--harness", type=Path, default=None,
                     help="jit-harness binary; skipped with a note if missing")
     ap.add_argument("--harness-repeat", type=int, default=1,
                     help="--repeat passed to jit-harness (default 1)")
-    ap.add_argument("--bench-dir", type=Path, default=BENCH_DIR,
-                    help="directory of the *.mlir programs (default bench/)")
-    ap.add_argument("--llvm-bin", type=Path, default=Path("/usr/lib/llvm-19/bin"))
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds before a run is killed and counted FAIL")
     args = ap.parse_args()

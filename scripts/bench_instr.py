@@ -119,11 +119,10 @@ def compile_program(gate: Gate, args) -> Path:
     """bench/NAME.mlir -> out/NAME.o (bench_main), as mlir-cpu-runner -O0."""
     w = bench.Workload(args.bench_dir / f"{gate.name}.mlir")
     out = args.out
-    lowered, ll = out / f"{gate.name}.llvm.mlir", out / f"{gate.name}.ll"
-    run([str(args.llvm_bin / "mlir-opt"), str(w.path),
-         f"-pass-pipeline={bench.pipeline(w.pipeline, args.llvm_bin)}", "-o", str(lowered)])
-    run([str(args.llvm_bin / "mlir-translate"), "--mlir-to-llvmir",
-         str(lowered), "-o", str(ll)])
+    bench.lower(w, args.llvm_bin, out, want_ir=True)
+    if w.lower_error:
+        raise SetupError(w.lower_error)
+    ll = w.llvm_ir
     text = ll.read_text()
     if text.count("define void @main()") != 1:
         raise SetupError(f"{ll}: expected one 'define void @main()'")
@@ -243,15 +242,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="See bench/README.md, section 'make bench-instr'.")
-    ap.add_argument("--runtime", type=Path,
-                    default=REPO / "target/release/libmlir_async_runtime.so",
-                    help="our runtime library")
+    bench.add_common_args(ap, REPO / "target/bench-instr")
     ap.add_argument("--floor", type=Path,
                     default=REPO / "target/floor/libmlir_async_floor.so",
                     help="the floor runtime (make floor); '' to skip")
-    ap.add_argument("--cxx", type=Path,
-                    default=Path("/usr/lib/llvm-19/lib/libmlir_async_runtime.so"),
-                    help="the C++ runtime; '' to skip (--check skips it)")
     ap.add_argument("--budget", type=Path, default=BUDGET)
     ap.add_argument("--check", action="store_true",
                     help="compare ours with the budget (exit 1 if above); "
@@ -264,9 +258,6 @@ def main() -> int:
                     help="only these workloads (repeatable or comma list)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                     help="valgrind runs at a time (default: CPUs)")
-    ap.add_argument("--out", type=Path, default=REPO / "target/bench-instr")
-    ap.add_argument("--bench-dir", type=Path, default=REPO / "bench")
-    ap.add_argument("--llvm-bin", type=Path, default=Path("/usr/lib/llvm-19/bin"))
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--valgrind", default="valgrind")
     ap.add_argument("--timeout", type=float, default=300)

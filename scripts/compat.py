@@ -4,7 +4,7 @@ against each version's own C++ async runtime and against ours, and prints a
 matrix: program x version x runtime (make compat; make test runs MLIR 22).
 
 For each MLIR version N of mlir-tests/lib/pipelines.txt (or --versions):
-  1. the toolchain: MLIR 19 is the installed one (/usr/lib/llvm-19); every
+  1. the toolchain: MLIR 19 is the installed one ($LLVM_PREFIX); every
      other version is fetched, never installed, by scripts/compat-fetch.sh
      into target/compat/N (cached: reruns need no network);
   2. the corpus is lowered with that version's mlir-opt by the corpus's one
@@ -39,9 +39,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
 import pipelines  # noqa: E402
+import rules  # noqa: E402
+import toolchain as toolchain_lib  # noqa: E402
 
 SYSTEM_VERSION = pipelines.DEFAULT_VERSION     # installed by scripts/setup.sh
-SYSTEM_PREFIX = corpus.DEFAULT_LLVM_PREFIX
+SYSTEM_PREFIX = toolchain_lib.llvm_prefix()
 KINDS = ('cxx', 'rust')
 README_BEGIN = '<!-- compat-matrix:begin (scripts/compat.py writes this block) -->'
 README_END = '<!-- compat-matrix:end -->'
@@ -121,7 +123,7 @@ def first_line(text, limit=150):
 def run_one(p, kind, prefix, a, env):
     """Runs program p under the runner with runtime kind; returns (passed,
     why not, seconds)."""
-    t = corpus.tools(prefix)
+    t = toolchain_lib.tools(prefix)
     runtime = t['cxx_runtime'] if kind == 'cxx' else os.path.abspath(a.runtime)
     libs = ','.join([t['mlir_c_runner_utils'], t['mlir_runner_utils'], runtime])
     cmd = [t['mlir_cpu_runner'], p['mlir'], '-e', p['entry'],
@@ -167,12 +169,11 @@ def run_version(version, a):
     progs, failed = corpus.lower_all(corpus.corpus_files(), out, prefix, a.runtime,
                                      quiet=True, version=version,
                                      only=set(a.only) if a.only else None)
-    env = corpus.toolchain_env(prefix)
+    env = toolchain_lib.toolchain_env(prefix)
     cells, jobs = {}, []
     for p in progs:
         for kind in KINDS:
-            features = {kind + '-runtime', 'mlir-%d' % version}
-            expected, why = corpus.expectation(p, features)
+            expected, why = rules.expectation(p, rules.features(kind, version))
             if why and why.split(':')[0] in ('REQUIRES', 'UNSUPPORTED', 'XFAIL'):
                 why += ' in ' + os.path.relpath(p['source'], REPO)
             if expected == 'unsupported':

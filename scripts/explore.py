@@ -34,13 +34,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
-import corpus as corpus_lib  # noqa: E402
-
-# What the corpus rules (lit's features) say for a run on our runtime, and
-# for the reference's runtime, the floor: a program UNSUPPORTED on the floor
-# (with its reason in the program) has no reference.
-FEATURES = {'rust-runtime', 'mlir-19'}
-REFERENCE_FEATURES = {'floor-runtime', 'mlir-19'}
+import harness  # noqa: E402
+import lowering  # noqa: E402
+import manifest  # noqa: E402
+import rules  # noqa: E402
+import toolchain  # noqa: E402
 
 
 def harness_json(cmd, env=None, timeout=600):
@@ -59,42 +57,6 @@ def harness_json(cmd, env=None, timeout=600):
     return p.returncode, summary, p.stderr
 
 
-def manifest_rows(path):
-    cols = None
-    with open(path) as f:
-        for line in f:
-            fields = line.rstrip('\n').split('\t')
-            if fields[0].startswith('#'):
-                cols = [c.lstrip('#') for c in fields]
-                continue
-            if not fields[0]:
-                continue
-            yield dict(zip(cols, fields))
-
-
-def row_args(row, harness, runtime, libs, reference=None):
-    """The harness command line of a manifest row (and its environment).
-    With reference=(floor runtime, MLIR bin directory), the program is
-    given as MLIR (its source, lowered by the harness with the row's
-    pipeline) and checked against its sequential reference too."""
-    if reference:
-        floor, mlir_bin = reference
-        args = [harness, row['check_file'], '--pipeline', row['pipeline'], '--mlir-bin', mlir_bin,
-                '--reference', '--reference-runtime', floor]
-    else:
-        args = [harness, row['ll']]
-    args += ['--runtime', runtime, '--shared-lib', libs,
-             '--check', row['check_file'], '--entry', row['entry'], '--name', row['name']]
-    if row['check_prefix'] not in ('-', 'CHECK'):
-        args += ['--check-prefix', row['check_prefix']]
-    env = {}
-    if row['env'] != '-':
-        for kv in row['env'].split():
-            k, v = kv.split('=', 1)
-            env[k] = v
-    return args, env
-
-
 def corpus(a):
     light = set(filter(None, a.light.split(',')))
     failures = 0
@@ -105,21 +67,25 @@ def corpus(a):
     if a.reference:
         print('explore: every run also compared with its sequential reference (jit-harness --reference)')
     xfailed = 0
-    for row in manifest_rows(a.manifest):
-        p = {k: ('' if row.get(k, '-') == '-' else row[k]) for k in ('requires', 'xfail', 'unsupported')}
-        expected, why = corpus_lib.expectation(p, FEATURES)
+    # What lit's rule (rules.py) says for a run on our runtime, and for the
+    # reference's runtime, the floor: a program UNSUPPORTED on the floor
+    # (with its reason in the program) has no reference.
+    mlir = toolchain.mlir_version(toolchain.prefix_of_bin(a.mlir_bin)).number
+    feats, reference_feats = rules.features('rust', mlir), rules.features('floor', mlir)
+    for row in manifest.read(a.manifest):
+        expected, why = rules.expectation(row, feats)
         if expected == 'unsupported' or (expected == 'xfail' and not a.reference):
             continue
-        no_reference, no_reference_why = corpus_lib.expectation(p, REFERENCE_FEATURES)
+        no_reference, no_reference_why = rules.expectation(row, reference_feats)
         no_reference = no_reference == 'unsupported'
-        reference = (a.reference, a.mlir_bin) if a.reference and row.get('pipeline', '-') != '-' else None
+        reference = (a.reference, a.mlir_bin) if a.reference and row['pipeline'] else None
         if no_reference:
             reference = None
         elif a.reference and not reference:
             print(f"{row['name']:30} FAIL  no pipeline in the manifest: the reference needs it")
             failures += 1
             continue
-        args, env = row_args(row, a.harness, a.runtime, a.libs, reference)
+        args, env = harness.for_row(a.harness, row, a.runtime, a.libs, reference)
         n = 1 if row['name'] in light else a.schedules
         if expected == 'xfail':
             start = time.time()
@@ -169,15 +135,6 @@ def corpus(a):
     return 1 if failures else 0
 
 
-def lower(src, out, llvm_bin):
-    pipeline = subprocess.run([sys.executable, os.path.join(ROOT, 'mlir-tests/lib/pipelines.py')],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    ir = subprocess.run([os.path.join(llvm_bin, 'mlir-opt'), src, f'--pass-pipeline={pipeline}'],
-                        capture_output=True, check=True).stdout
-    subprocess.run([os.path.join(llvm_bin, 'mlir-translate'), '--mlir-to-llvmir', '-o', out],
-                   input=ir, check=True)
-
-
 def first_failing_run(summary):
     f = summary.get('first_failure') or ''
     if f.startswith('run '):
@@ -215,8 +172,9 @@ def table(a):
     for name in names:
         src = os.path.join(racy_dir, name + '.mlir')
         ll = os.path.join(tmp, name + '.ll')
-        lower(src, ll, a.llvm_bin)
-        base = [a.harness, ll, '--runtime', a.runtime, '--shared-lib', a.libs, '--check', src, '--json']
+        # The pipeline of --llvm-bin's MLIR version, by the one recipe.
+        lowering.lower_file(src, ll, prefix=toolchain.prefix_of_bin(a.llvm_bin))
+        base = harness.command(a.harness, ll, a.runtime, a.libs, check=src, json=True)
         row = {'name': name}
         for label, env in (('threads', {}), ('fuzz', {'MLIR_ASYNC_RUNTIME_FUZZ': '1'})):
             _, s, _ = harness_json(base + ['--repeat', str(a.runs)], env)
@@ -289,7 +247,7 @@ def render(rows, a):
     return '\n'.join(out)
 
 
-def main():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest='cmd', required=True)
     for name in ('corpus', 'table'):
@@ -305,17 +263,24 @@ def main():
     c.add_argument('--timeout', type=int, default=120)
     c.add_argument('--reference', metavar='FLOOR_SO',
                    help='also compare every run with the sequential reference, run on FLOOR_SO')
-    c.add_argument('--mlir-bin', default='/usr/lib/llvm-19/bin',
-                   help='mlir-opt and mlir-translate for --reference (MLIR 19)')
+    c.add_argument('--mlir-bin', default=toolchain.bin_dir(),
+                   help='mlir-opt and mlir-translate for --reference (default: $LLVM_PREFIX/bin); '
+                        'its MLIR version gives the features of the skip rule')
     t = sub.choices['table']
-    t.add_argument('--llvm-bin', default='/usr/lib/llvm-19/bin')
+    t.add_argument('--llvm-bin', default=toolchain.bin_dir(),
+                   help='the toolchain that lowers the racy programs, with its MLIR '
+                        "version's pipeline (default: $LLVM_PREFIX/bin)")
     t.add_argument('--runs', type=int, default=10000)
     t.add_argument('--starts', type=int, default=20, help='explorations from different first seeds')
     t.add_argument('--max-schedules', type=int, default=1000)
     t.add_argument('--replays', type=int, default=100)
     t.add_argument('--only', default='')
     t.add_argument('--write', help='a file with explore-table markers to update')
-    a = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main():
+    a = parse_args()
     sys.exit(corpus(a) if a.cmd == 'corpus' else table(a))
 
 

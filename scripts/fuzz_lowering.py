@@ -36,10 +36,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
-import corpus  # noqa: E402
+import harness  # noqa: E402
 import pipelines  # noqa: E402
+import toolchain  # noqa: E402
 
-MLIR19 = corpus.DEFAULT_LLVM_PREFIX
 
 
 # ---- the model of the known bug (AsyncParallelFor.cpp, MLIR 19 and 22) ----
@@ -521,9 +521,9 @@ def main():
     ap.add_argument('--runtime', required=True, help='the runtime under test (ours)')
     ap.add_argument('--floor', required=True, help='the reference runtime')
     ap.add_argument('--libs', required=True, help='runner utils, comma-separated')
-    ap.add_argument('--llvm-prefix', default=MLIR19,
-                    help='the MLIR whose async-parallel-for runs (default MLIR 19); the rest '
-                         'of the lowering and the JIT are MLIR/LLVM 19')
+    ap.add_argument('--llvm-prefix', default=toolchain.llvm_prefix(),
+                    help="the MLIR whose async-parallel-for runs (default: $LLVM_PREFIX's, "
+                         "MLIR 19); the rest of the lowering and the JIT are $LLVM_PREFIX's")
     ap.add_argument('--out', default=os.path.join(ROOT, 'target', 'fuzz-lowering'))
     ap.add_argument('--timeout', type=float, default=120)
     ap.add_argument('--from-batch', type=int, default=1, metavar='N',
@@ -534,9 +534,9 @@ def main():
     a = ap.parse_args()
 
     version = pipelines.version_of_prefix(a.llvm_prefix)
-    v19 = pipelines.load()[19]
+    v19 = toolchain.mlir_version()  # the JIT's toolchain: $LLVM_PREFIX, MLIR 19
     os.makedirs(a.out, exist_ok=True)
-    env = corpus.toolchain_env(a.llvm_prefix)
+    env = toolchain.toolchain_env(a.llvm_prefix)
     rng = random.Random(a.seed)
     stats = {'mlir': version, 'seed': a.seed, 'programs': 0, 'functions': 0, 'batches': 0, 'failed': 0,
              'predicted_and_failed': 0, 'predicted_but_passed': 0, 'empty_dimension_failed': 0,
@@ -555,12 +555,12 @@ def main():
         with open(src, 'w') as f:
             f.write(module(head, groups))
         ref_out, run_out = os.path.join(a.out, 'reference.out'), os.path.join(a.out, 'run.out')
-        cmd = [a.harness, src, '--pipeline', v19.pipeline(async_func=False, front=front),
-               '--runtime', a.runtime, '--shared-lib', a.libs, '--reference',
-               '--reference-runtime', a.floor, '--save-reference', ref_out,
-               '--save-output', run_out, '--timeout', str(a.timeout), '--json',
-               '--repeat', str(repeat)]
-        if version != 19:
+        cmd = harness.command(a.harness, src, a.runtime, a.libs,
+                              pipeline=v19.pipeline(async_func=False, front=front),
+                              reference_runtime=a.floor, timeout=a.timeout, json=True,
+                              repeat=repeat,
+                              extra=['--save-reference', ref_out, '--save-output', run_out])
+        if version != v19.number:
             cmd += ['--front-mlir-bin', os.path.join(a.llvm_prefix, 'bin')]
         for path in (ref_out, run_out):
             if os.path.exists(path):

@@ -16,11 +16,11 @@
 # mlir-tests/lib/pipelines.txt, for the MLIR version of the prefix (llvm-N).
 #
 # Usage: scripts/lower-corpus.sh [--out DIR] [--llvm-prefix P] [FILE.mlir...]
-# Env:   LLVM_PREFIX (default /usr/lib/llvm-19), CORPUS_OUT, CORPUS_JOBS.
+# Env:   LLVM_PREFIX (default: mlir-tests/lib/toolchain.py's), CORPUS_OUT, CORPUS_JOBS.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${CORPUS_OUT:-$root/target/corpus}"
-prefix="${LLVM_PREFIX:-/usr/lib/llvm-19}"
+prefix=$(python3 "$root/mlir-tests/lib/toolchain.py" prefix)
 files=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -27,6 +27,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
+import harness  # noqa: E402
+import rules  # noqa: E402
+import toolchain  # noqa: E402
 
 FUZZ_ENV = 'MLIR_ASYNC_RUNTIME_FUZZ'
 
@@ -53,7 +56,8 @@ def parse_args():
     ap.add_argument('--runtime', default=os.path.join(ROOT, 'target', 'release',
                                                       'libmlir_async_runtime.so'))
     ap.add_argument('--harness', default=os.path.join(ROOT, 'target', 'release', 'jit-harness'))
-    ap.add_argument('--llvm-prefix', default=corpus.DEFAULT_LLVM_PREFIX)
+    ap.add_argument('--llvm-prefix', default=toolchain.llvm_prefix(),
+                    help='default: $LLVM_PREFIX, else %s' % toolchain.DEFAULT_LLVM_PREFIX)
     ap.add_argument('--out', default=os.path.join(ROOT, 'target', 'stress'),
                     help='directory for lowered programs and failure logs')
     ap.add_argument('--only', action='append', default=[],
@@ -61,16 +65,14 @@ def parse_args():
     return ap.parse_args()
 
 
-def skipped(prog):
-    """Why a program is not stressed against our runtime, or None."""
-    xfail = [x.strip() for x in prog['xfail'].split(',') if x.strip()]
-    if '*' in xfail or 'rust-runtime' in xfail:
-        return 'XFAIL for our runtime'
-    requires = [x.strip() for x in prog['requires'].split(',') if x.strip()]
-    unknown = [r for r in requires if r != 'rust-runtime']
-    if unknown:
-        return 'requires ' + ','.join(unknown)
-    return None
+def skipped(prog, feats=None):
+    """Why a program is not stressed, or None: lit's rule (rules.py) for the
+    run's features (default: our runtime on the toolchain's MLIR), and an
+    expected failure is not stressed either."""
+    if feats is None:
+        feats = rules.features('rust', toolchain.mlir_version().number)
+    expected, why = rules.expectation(prog, feats)
+    return None if expected == 'pass' else why
 
 
 def lower(args, out_dir):
@@ -91,9 +93,7 @@ def lower(args, out_dir):
 def program_env(prog, fuzz_seed):
     env = dict(os.environ)
     env.pop(FUZZ_ENV, None)
-    for kv in prog['env']:
-        k, v = kv.split('=', 1)
-        env[k] = v
+    env.update(harness.row_env(prog))
     if fuzz_seed is not None:
         env[FUZZ_ENV] = str(fuzz_seed)
     return env
@@ -108,12 +108,10 @@ def log_failure(args, name, text):
 
 
 def harness_cmd(args, prog, tools, runs):
-    return [args.harness, prog['ll'], '--runtime', args.runtime,
-            '--shared-lib', tools['mlir_c_runner_utils'],
-            '--shared-lib', tools['mlir_runner_utils'],
-            '--entry', prog['entry'], '--repeat', str(runs),
-            '--check', prog['check_file'], '--check-prefix', prog['check_prefix'],
-            '--timeout', str(args.timeout), '--json', '--name', prog['name']]
+    cmd, _ = harness.for_row(args.harness, prog, args.runtime,
+                             [tools['mlir_c_runner_utils'], tools['mlir_runner_utils']],
+                             repeat=runs, timeout=args.timeout, json=True)
+    return cmd
 
 
 def planned_runs(args, prog, fuzz_seed, tools):
@@ -140,12 +138,7 @@ def harness_row(args, prog, fuzz_seed, tools):
     """One jit-harness process running the program --runs times."""
     mode = 'harness, fuzz %s' % ('off' if fuzz_seed is None else 'seed %d' % fuzz_seed)
     runs = planned_runs(args, prog, fuzz_seed, tools)
-    cmd = [args.harness, prog['ll'], '--runtime', args.runtime,
-           '--shared-lib', tools['mlir_c_runner_utils'],
-           '--shared-lib', tools['mlir_runner_utils'],
-           '--entry', prog['entry'], '--repeat', str(runs),
-           '--check', prog['check_file'], '--check-prefix', prog['check_prefix'],
-           '--timeout', str(args.timeout), '--json', '--name', prog['name']]
+    cmd = harness_cmd(args, prog, tools, runs)
     start = time.monotonic()
     row = {'program': prog['name'], 'mode': mode, 'runs': runs,
            'failed': 0, 'hung': 0, 'leaked': 0}
@@ -253,13 +246,15 @@ def main():
         if path and not os.path.exists(path):
             print('stress: %s not found (run make build)' % path, file=sys.stderr)
             return 2
-    tools = corpus.tools(args.llvm_prefix)
+    tools = toolchain.tools(args.llvm_prefix)
+    kind = rules.runtime_kind(args.runtime, args.llvm_prefix)
+    feats = rules.features(kind, toolchain.mlir_version(args.llvm_prefix).number)
     progs = lower(args, os.path.join(args.out, 'corpus'))
     rows, skips = [], []
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for i, prog in enumerate(progs):
-            why = skipped(prog)
+            why = skipped(prog, feats)
             if why:
                 skips.append('%s (%s)' % (prog['name'], why))
                 continue

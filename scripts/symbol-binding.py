@@ -41,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
 import pipelines  # noqa: E402
+import toolchain  # noqa: E402
 
 PROGRAM = os.path.join(REPO, 'mlir-tests', 'Inputs', 'symbol-binding.mlir')
 DRIVER = os.path.join(REPO, 'scripts', 'two-engines.cpp')
@@ -63,7 +64,7 @@ def fetch(version, cache, offline, dev):
 
 def prefix_of(version, cache, offline):
     if version == pipelines.DEFAULT_VERSION:
-        return corpus.DEFAULT_LLVM_PREFIX
+        return toolchain.llvm_prefix()
     fetch(version, cache, offline, dev=False)
     return os.path.join(cache, str(version), 'root', 'usr', 'lib', 'llvm-%d' % version)
 
@@ -117,8 +118,8 @@ def run_version(version, a):
     if failed or 'mlir' not in progs[0]:
         return [('lowering', False, progs[0].get('unsupported_reason') or 'did not lower')]
     p = progs[0]
-    t = corpus.tools(prefix, version)
-    env = corpus.toolchain_env(prefix)
+    t = toolchain.tools(prefix, version)
+    env = toolchain.toolchain_env(prefix)
     env['MLIR_ASYNC_RUNTIME_STATS'] = '1'
     env['MLIR_ASYNC_RUNTIME_WORKERS'] = str(WORKERS)
     ours, cxx = os.path.abspath(a.runtime), t['cxx_runtime']

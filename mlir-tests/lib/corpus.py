@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
 """Single source of truth for the async MLIR corpus in mlir-tests/: how a
-program's RUN lines are read, and the one recipe that lowers them.
+program's RUN lines are read, and how the whole corpus is lowered (each RUN
+line's stage 1 through lowering.py, the one recipe).
 
-Imported by mlir-tests/lit.cfg.py (tool paths, lit substitutions),
-scripts/stress.py and scripts/compat.py, and run as a script by
+The library around it, one concept a module:
+  toolchain.py  LLVM_PREFIX, the one knob, and the toolchain's programs
+  pipelines.py  pipelines.txt, the pass pipelines of every MLIR version
+  rules.py      the one skip rule: REQUIRES/UNSUPPORTED/XFAIL, lit's
+  lowering.py   mlir-opt then mlir-translate, the one lowering recipe
+  manifest.py   target/corpus/manifest.tsv, its one writer and reader
+  harness.py    the one jit-harness command line
+  downport.py   the corpus rewritten for MLIR older than 19
+
+Imported by mlir-tests/lit.cfg.py (lit substitutions),
+scripts/stress.py, scripts/compat.py and scripts/symbol-binding.py, and run as a script by
 scripts/lower-corpus.sh (`make corpus`) and the coverage tests:
 
   corpus.py lower    --out DIR [--llvm-prefix P] [--mlir-version N] [--runtime SO] [FILE...]
       lower every RUN line of every corpus program to DIR/<id>.mlir (LLVM
       dialect, for the runners) and DIR/<id>.ll (LLVM IR, for jit-harness)
-      and write DIR/manifest.tsv (see MANIFEST_COLUMNS and lit.cfg.py).
+      and write DIR/manifest.tsv (see manifest.py).
   corpus.py coverage --out DIR --reference SO [FILE...]
       lower everything, then check that every mlirAsyncRuntim* symbol exported
       by the reference runtime SO is called by at least one corpus program.
@@ -19,7 +29,7 @@ scripts/lower-corpus.sh (`make corpus`) and the coverage tests:
 
 The pass pipelines come from pipelines.txt (one table for every MLIR
 version, see pipelines.py); the MLIR version is that of the LLVM prefix
-(.../llvm-N) unless --mlir-version says otherwise. For a version older than
+($LLVM_PREFIX by default, .../llvm-N) unless --mlir-version says otherwise. For a version older than
 the corpus's syntax (MLIR 19), each program is first rewritten by
 downport.py into DIR/src/, and a program that version cannot express is
 left out with the reason.
@@ -43,73 +53,25 @@ import subprocess
 import sys
 
 import downport
-import pipelines
+import lowering
+import manifest
+import toolchain
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_DIR = os.path.dirname(HERE)                 # mlir-tests/
 REPO_ROOT = os.path.dirname(TEST_DIR)            # the repository root
-DEFAULT_LLVM_PREFIX = '/usr/lib/llvm-19'
 DEFAULT_RUNTIME = os.path.join(REPO_ROOT, 'target', 'release',
                                'libmlir_async_runtime.so')
 
 SYMBOL_RE = re.compile(r'\bmlirAsyncRuntim\w*')
 HOOKS = ['__mlir_execution_engine_init', '__mlir_execution_engine_destroy']
 
-MANIFEST_COLUMNS = ['name', 'll', 'check_file', 'check_prefix', 'entry',
-                    'entry_result', 'env', 'requires', 'xfail', 'unsupported',
-                    'source', 'mlir', 'pipeline']
-
-
-def mlir_version(llvm_prefix, version=None):
-    """The table row (pipelines.Version) of MLIR `version`, by default the
-    version of the prefix."""
-    table = pipelines.load()
-    if version is None:
-        version = pipelines.version_of_prefix(llvm_prefix)
-    if version not in table:
-        raise ValueError('no MLIR %d in %s (have %s)' % (
-            version, pipelines.TABLE, ' '.join(map(str, sorted(table)))))
-    return table[version]
-
-
-def tools(llvm_prefix=DEFAULT_LLVM_PREFIX, version=None):
-    v = mlir_version(llvm_prefix, version)
-    b = os.path.join(llvm_prefix, 'bin')
-    l = os.path.join(llvm_prefix, 'lib')
-    return {
-        'mlir_opt': os.path.join(b, 'mlir-opt'),
-        'mlir_translate': os.path.join(b, 'mlir-translate'),
-        'mlir_cpu_runner': os.path.join(b, v.runner),
-        'filecheck': os.path.join(b, 'FileCheck'),
-        'not': os.path.join(b, 'not'),
-        'mlir_c_runner_utils': os.path.join(l, 'libmlir_c_runner_utils.so'),
-        'mlir_runner_utils': os.path.join(l, 'libmlir_runner_utils.so'),
-        'cxx_runtime': os.path.join(l, 'libmlir_async_runtime.so'),
-    }
-
-
-def toolchain_env(llvm_prefix, base=None):
-    """The environment to run a toolchain's programs in: an LLVM unpacked
-    outside the system (target/compat/N/usr/lib/llvm-N) finds its libraries
-    (libMLIR in <prefix>/lib, libLLVM in <prefix>/../<multiarch>) through
-    LD_LIBRARY_PATH."""
-    env = dict(os.environ if base is None else base)
-    prefix = os.path.abspath(llvm_prefix)
-    if prefix.startswith('/usr/'):
-        return env
-    dirs = [os.path.join(prefix, 'lib')]
-    dirs += sorted(glob.glob(os.path.join(os.path.dirname(prefix), '*-linux-gnu*')))
-    if env.get('LD_LIBRARY_PATH'):
-        dirs.append(env['LD_LIBRARY_PATH'])
-    env['LD_LIBRARY_PATH'] = os.pathsep.join(dirs)
-    return env
-
-
-def substitutions(llvm_prefix=DEFAULT_LLVM_PREFIX, runtime=DEFAULT_RUNTIME, version=None):
+def substitutions(llvm_prefix=None, runtime=DEFAULT_RUNTIME, version=None):
     """(pattern, replacement) pairs, longest pattern first, because lit
     replaces substitutions in list order without word boundaries."""
-    v = mlir_version(llvm_prefix, version)
-    t = tools(llvm_prefix, v.number)
+    llvm_prefix = toolchain.llvm_prefix(llvm_prefix)
+    v = toolchain.mlir_version(llvm_prefix, version)
+    t = toolchain.tools(llvm_prefix, v.number)
     shared = ' '.join('-shared-libs=' + x for x in
                       (t['mlir_c_runner_utils'], t['mlir_runner_utils'], runtime))
     # Without async.func, a RUN line asking for its lowering names a pass
@@ -294,48 +256,15 @@ def programs(files, subs, version=None, src_dir=None):
     return out
 
 
-def _holds(exprs, features):
-    """Whether any of lit's boolean feature expressions holds."""
-    try:
-        from lit.BooleanExpression import BooleanExpression
-    except ImportError:  # lit not importable: plain feature names only
-        return any(e.strip() in features or e.strip() == '*' for e in exprs)
-    return any(e.strip() == '*' or BooleanExpression.evaluate(e, features)
-               for e in exprs if e.strip())
-
-
-def expectation(p, features):
-    """What lit would make of a program given its features (e.g.
-    {'cxx-runtime', 'mlir-22'}): ('unsupported', why), ('xfail', None) or
-    ('pass', None)."""
-    if p.get('unsupported_reason'):
-        return 'unsupported', p['unsupported_reason']
-    requires = [r for r in p['requires'].split(',') if r.strip()]
-    missing = [r for r in requires if not _holds([r], features)]
-    if missing:
-        return 'unsupported', 'REQUIRES: ' + ', '.join(missing)
-    unsupported = [u for u in p['unsupported'].split(',') if u.strip()]
-    if _holds(unsupported, features):
-        return 'unsupported', 'UNSUPPORTED: ' + ', '.join(unsupported)
-    xfail = [x for x in p['xfail'].split(',') if x.strip()]
-    if _holds(xfail, features):
-        return 'xfail', 'XFAIL: ' + ', '.join(xfail)
-    return 'pass', None
-
-
-def lower_one(p, out_dir, t, env):
-    """RUN line stage 1 to <id>.llvm.mlir, then LLVM IR <id>.ll."""
+def lower_one(p, out_dir, prefix):
+    """RUN line stage 1 to <id>.llvm.mlir, then LLVM IR <id>.ll, by the one
+    recipe (lowering.py); an error text, or None."""
     mlir = os.path.join(out_dir, p['name'] + '.llvm.mlir')
     ll = os.path.join(out_dir, p['name'] + '.ll')
-    cmd = '%s > %s && %s --mlir-to-llvmir %s -o %s' % (
-        p['lower'], shlex.quote(mlir + '.tmp'), shlex.quote(t['mlir_translate']),
-        shlex.quote(mlir + '.tmp'), shlex.quote(ll + '.tmp'))
-    r = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd], env=env,
-                       stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        return 'lowering %s failed:\n%s\n%s\n' % (p['name'], cmd, r.stderr)
-    os.replace(mlir + '.tmp', mlir)
-    os.replace(ll + '.tmp', ll)
+    try:
+        lowering.lower(shlex.split(p['lower']), ll, mlir, prefix)
+    except lowering.LoweringError as e:
+        return 'lowering %s failed: %s\n' % (p['name'], e)
     p['mlir'], p['ll'] = mlir, ll
     return None
 
@@ -349,17 +278,16 @@ def lower_all(files, out_dir, llvm_prefix, runtime, quiet=False, version=None,
     keep (None: all)."""
     from concurrent.futures import ThreadPoolExecutor
     os.makedirs(out_dir, exist_ok=True)
-    v = mlir_version(llvm_prefix, version)
+    llvm_prefix = toolchain.llvm_prefix(llvm_prefix)
+    v = toolchain.mlir_version(llvm_prefix, version)
     subs = substitutions(llvm_prefix, runtime, v.number)
-    t = tools(llvm_prefix, v.number)
-    env = toolchain_env(llvm_prefix)
     progs = programs(files, subs, v, os.path.join(out_dir, 'src'))
     if only is not None:
         progs = [p for p in progs if p['name'] in only]
     todo = [p for p in progs if not p['unsupported_reason']]
     jobs = int(os.environ.get('CORPUS_JOBS', os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        errors = list(ex.map(lambda p: lower_one(p, out_dir, t, env), todo))
+        errors = list(ex.map(lambda p: lower_one(p, out_dir, llvm_prefix), todo))
     failed = 0
     for p, err in zip(todo, errors):
         if err:
@@ -368,19 +296,6 @@ def lower_all(files, out_dir, llvm_prefix, runtime, quiet=False, version=None,
         elif not quiet:
             sys.stderr.write('  LOWER %s -> %s\n' % (p['name'], p['ll']))
     return progs, failed
-
-
-def write_manifest(progs, out_dir):
-    path = os.path.join(out_dir, 'manifest.tsv')
-    with open(path + '.tmp', 'w') as f:
-        f.write('#' + '\t'.join(MANIFEST_COLUMNS) + '\n')
-        for p in progs:
-            if 'll' not in p:
-                continue
-            row = dict(p, env=' '.join(p['env']))
-            f.write('\t'.join(row[c] if row[c] else '-' for c in MANIFEST_COLUMNS) + '\n')
-    os.replace(path + '.tmp', path)
-    return path
 
 
 def exported(so):
@@ -403,7 +318,8 @@ def main():
     ap.add_argument('cmd', choices=['lower', 'coverage', 'exports', 'list'])
     ap.add_argument('files', nargs='*')
     ap.add_argument('--out')
-    ap.add_argument('--llvm-prefix', default=DEFAULT_LLVM_PREFIX)
+    ap.add_argument('--llvm-prefix', default=toolchain.llvm_prefix(),
+                    help='default: $LLVM_PREFIX, else %s' % toolchain.DEFAULT_LLVM_PREFIX)
     ap.add_argument('--runtime', default=DEFAULT_RUNTIME)
     ap.add_argument('--reference')
     ap.add_argument('--mlir-version', type=int,
@@ -411,7 +327,7 @@ def main():
     a = ap.parse_args()
     files = corpus_files(a.files)
     try:
-        version = mlir_version(a.llvm_prefix, a.mlir_version)
+        version = toolchain.mlir_version(a.llvm_prefix, a.mlir_version)
     except ValueError as e:
         sys.exit('corpus.py: %s' % e)
     if a.cmd == 'list':
@@ -434,7 +350,7 @@ def main():
         if p['unsupported_reason']:
             sys.stderr.write('  UNSUPPORTED %s: %s\n' % (p['name'], p['unsupported_reason']))
     if a.cmd == 'lower':
-        print(write_manifest(progs, a.out))
+        print(manifest.write(progs, a.out))
         return 1 if failed else 0
     # coverage: which ABI functions does the lowered corpus call?
     used = {}

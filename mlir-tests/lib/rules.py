@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Whether a corpus program runs on a given runtime: the one skip rule,
+lit's own. A program's REQUIRES, UNSUPPORTED and XFAIL lines hold lit
+boolean expressions over features (`rust-runtime && !mlir-22`), evaluated
+with lit's BooleanExpression, as lit does:
+  REQUIRES     every expression must hold, else the program is unsupported;
+  UNSUPPORTED  any expression holding makes it unsupported (never started:
+               for example a program that hangs there);
+  XFAIL        any expression holding (or `*`) makes a failure expected,
+               and a pass unexpected.
+Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
+`mlir-N`, as lit.cfg.py sets them.
+
+Used by lit.cfg.py (the features), corpus.py, and every script that runs
+corpus programs (run_corpus.py, stress.py, explore.py, compat.py,
+aot-test.sh through manifest.py).
+"""
+import os
+
+from lit.BooleanExpression import BooleanExpression
+
+KINDS = ('rust', 'cxx', 'floor')
+
+
+def runtime_kind(runtime, llvm_prefix):
+    """'cxx' for the C++ runtime of the toolchain (a library under the LLVM
+    prefix), 'rust' otherwise."""
+    prefix = os.path.realpath(llvm_prefix)
+    return 'cxx' if os.path.realpath(runtime).startswith(prefix + os.sep) else 'rust'
+
+
+def features(kind, mlir_number):
+    if kind not in KINDS:
+        raise ValueError('runtime kind must be one of %s, not %r' % (', '.join(KINDS), kind))
+    return {kind + '-runtime', 'mlir-%d' % mlir_number}
+
+
+def _split(value):
+    """The expressions of a directive's value (a list, or lit's
+    comma-separated text)."""
+    if isinstance(value, (list, tuple)):
+        return [e.strip() for e in value if e.strip()]
+    return [e.strip() for e in (value or '').split(',') if e.strip()]
+
+
+def _holds(expr, feats):
+    return expr == '*' or BooleanExpression.evaluate(expr, feats)
+
+
+def expectation(p, feats):
+    """What lit makes of program `p` (its 'requires', 'unsupported' and
+    'xfail' directives, and 'unsupported_reason' when its MLIR version
+    cannot express it) given the run's features: ('unsupported', why),
+    ('xfail', why) or ('pass', None)."""
+    feats = set(feats)
+    if p.get('unsupported_reason'):
+        return 'unsupported', p['unsupported_reason']
+    missing = [e for e in _split(p.get('requires')) if not _holds(e, feats)]
+    if missing:
+        return 'unsupported', 'REQUIRES: ' + ', '.join(missing)
+    unsupported = [e for e in _split(p.get('unsupported')) if _holds(e, feats)]
+    if unsupported:
+        return 'unsupported', 'UNSUPPORTED: ' + ', '.join(unsupported)
+    xfail = [e for e in _split(p.get('xfail')) if _holds(e, feats)]
+    if xfail:
+        return 'xfail', 'XFAIL: ' + ', '.join(xfail)
+    return 'pass', None

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Runs every program of the lowered corpus (target/corpus/manifest.tsv,
+written by `make corpus`) through jit-harness, N checked runs each, against
+one runtime library; one result row per program, then a summary line.
+This is `make run` (through scripts/run-corpus.sh).
+
+  scripts/run_corpus.py --harness H --runtime SO [--runner-utils A.so,B.so]
+      [--kind rust|cxx|floor] [--llvm-prefix P] [--repeat N] [--timeout S] MANIFEST
+
+The runtime's kind (lit's feature rust-runtime, cxx-runtime or
+floor-runtime) is cxx when SO lies under the LLVM prefix, unless --kind
+says. Which programs run is lit's rule (mlir-tests/lib/rules.py), on the
+manifest's requires/unsupported/xfail columns:
+  REQUIRES     skipped unless every expression holds
+  UNSUPPORTED  skipped when one holds (for example a program that hangs
+               there: it is never started)
+  XFAIL        a failure is expected and not counted
+Exit status: 0 when no program failed, 1 otherwise, 2 on bad arguments.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
+import harness  # noqa: E402
+import manifest  # noqa: E402
+import rules  # noqa: E402
+import toolchain  # noqa: E402
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog='run-corpus', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--harness', required=True)
+    ap.add_argument('--runtime', required=True)
+    ap.add_argument('--runner-utils', default='', help='comma-separated shared libraries')
+    ap.add_argument('--kind', choices=rules.KINDS)
+    ap.add_argument('--llvm-prefix', default=toolchain.llvm_prefix(),
+                    help='default: $LLVM_PREFIX, else %s' % toolchain.DEFAULT_LLVM_PREFIX)
+    ap.add_argument('--repeat', type=int, default=100)
+    ap.add_argument('--timeout', type=int, default=30)
+    ap.add_argument('manifest')
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    for f in (a.harness, a.runtime, a.manifest):
+        if not os.path.exists(f):
+            print('run-corpus: %s not found' % f, file=sys.stderr)
+            return 2
+    try:
+        rows = manifest.read(a.manifest)
+        kind = a.kind or rules.runtime_kind(a.runtime, a.llvm_prefix)
+        feats = rules.features(kind, toolchain.mlir_version(a.llvm_prefix).number)
+    except ValueError as e:
+        print('run-corpus: %s' % e, file=sys.stderr)
+        return 2
+    feature = kind + '-runtime'
+    total = bad = skipped = xfailed = 0
+    print('jit-harness: %d runs per program against %s (%s)' % (a.repeat, a.runtime, feature),
+          flush=True)
+    for row in rows:
+        expected, why = rules.expectation(row, feats)
+        if expected == 'unsupported':
+            print('%s: skipped (%s on %s)' % (row['name'], why, feature)
+                  if not why.startswith('UNSUPPORTED') else
+                  '%s: skipped (unsupported on %s)' % (row['name'], feature), flush=True)
+            skipped += 1
+            continue
+        cmd, env = harness.for_row(a.harness, row, a.runtime, a.runner_utils,
+                                   repeat=a.repeat, timeout=a.timeout)
+        total += 1
+        if subprocess.run(cmd, env=dict(os.environ, **env), stdin=subprocess.DEVNULL).returncode == 0:
+            if expected == 'xfail':
+                print('%s: passed, though expected to fail (%s): not counted as a failure'
+                      % (row['name'], why), flush=True)
+        elif expected == 'xfail':
+            print('%s: expected failure on %s (xfail)' % (row['name'], feature), flush=True)
+            xfailed += 1
+        else:
+            bad += 1
+    print('jit-harness: %d passed, %d failed, %d expected failures, %d skipped'
+          % (total - bad - xfailed, bad, xfailed, skipped))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
