@@ -240,19 +240,11 @@ impl Reference {
 /// the floor as `make floor` builds it (target/floor, next to
 /// target/release), or next to the harness, or in ../lib.
 pub fn default_runtime() -> Result<PathBuf> {
-    let exe = std::env::current_exe().map_err(|e| Error::usage(format!("cannot find the harness executable: {e}")))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let name = "libmlir_async_floor.so";
-    let candidates = [dir.join("../floor").join(name), dir.join(name), dir.join("../lib").join(name)];
-    for c in &candidates {
-        if c.is_file() {
-            return Ok(c.clone());
-        }
-    }
-    Err(Error::usage(format!(
-        "no reference runtime at {} (build it with `make floor`, or pass --reference-runtime PATH)",
-        candidates[0].display()
-    )))
+    crate::resolve::beside_harness(
+        &["../floor/libmlir_async_floor.so", "libmlir_async_floor.so", "../lib/libmlir_async_floor.so"],
+        "reference runtime",
+        "build it with `make floor`, or pass --reference-runtime PATH",
+    )
 }
 
 /// How the reference runs: the sequential program's LLVM IR, on `runtime`,

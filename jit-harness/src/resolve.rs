@@ -189,18 +189,24 @@ pub struct Libraries {
 /// Where the runtime is when --runtime is not given: next to the harness
 /// (target/release), or in ../lib for an installed harness.
 pub fn default_runtime() -> Result<PathBuf> {
+    beside_harness(
+        &["libmlir_async_runtime.so", "../lib/libmlir_async_runtime.so"],
+        "async runtime",
+        "build it with `cargo build --release -p mlir_async_runtime`, or pass --runtime PATH",
+    )
+}
+
+/// The first of `relative` (paths from the harness executable's directory)
+/// that is a file; else a usage error naming the first one, `what` it is
+/// and the `hint`.
+pub fn beside_harness(relative: &[&str], what: &str, hint: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe().map_err(|e| Error::usage(format!("cannot find the harness executable: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [dir.join("libmlir_async_runtime.so"), dir.join("../lib/libmlir_async_runtime.so")];
-    for c in &candidates {
-        if c.is_file() {
-            return Ok(c.clone());
-        }
+    let candidates: Vec<PathBuf> = relative.iter().map(|r| dir.join(r)).collect();
+    match candidates.iter().find(|c| c.is_file()) {
+        Some(found) => Ok(found.clone()),
+        None => Err(Error::usage(format!("no {what} at {} ({hint})", candidates[0].display()))),
     }
-    Err(Error::usage(format!(
-        "no async runtime at {} (build it with `cargo build --release -p mlir_async_runtime`, or pass --runtime PATH)",
-        candidates[0].display()
-    )))
 }
 
 /// Loads the library at `path`. A path argument is a path: a relative one
