@@ -20,17 +20,7 @@ fn racy(name: &str) -> PathBuf {
 /// Lowers a racy program to LLVM IR once (the replays then skip mlir-opt).
 fn lowered(name: &str, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{name}.ll"));
-    let pipeline = default_pipeline();
-    let status = Command::new("bash")
-        .args(["-o", "pipefail", "-c"])
-        .arg(format!(
-            "{LLVM}/bin/mlir-opt '{}' --pass-pipeline='{pipeline}' | {LLVM}/bin/mlir-translate --mlir-to-llvmir -o '{}'",
-            s(&racy(name)),
-            s(&out)
-        ))
-        .status()
-        .unwrap();
-    assert!(status.success(), "lowering {name} failed");
+    lower_file(&racy(name), &out);
     out
 }
 

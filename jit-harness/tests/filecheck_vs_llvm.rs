@@ -2,7 +2,7 @@
 //! LLVM 19's `FileCheck` tool on the same check files, inputs and options:
 //! the same exit code (0 pass, 1 fail, 2 error), and for failures and errors
 //! the same diagnostics and the same input dump, byte for byte. Cases: the
-//! ones issue 11 lists, hand-picked tricky ones, 600 generated ones
+//! ones where an earlier hand-written matcher was wrong, hand-picked tricky ones, 600 generated ones
 //! (directives, regexes, variables, numeric expressions, whitespace,
 //! prefixes, options; passing, failing and invalid), and real outputs of the
 //! corpus with mutations of them.
@@ -135,7 +135,7 @@ fn prefixes(p: &str) -> Options {
     Options { check_prefixes: p.split(',').map(str::to_string).collect(), ..Options::default() }
 }
 
-/// The cases issue 11 names, where the hand-written matcher was wrong, with
+/// The cases where the harness's earlier hand-written matcher was wrong, with
 /// LLVM FileCheck's verdict.
 #[test]
 fn issue_11_cases_agree_with_llvm_filecheck() {

@@ -5,12 +5,19 @@ corpus's RUN lines (corpus.py), stress, explore, bench and compat all lower
 through lower(); the pipeline, when a caller gives none, is the default one
 of the toolchain's MLIR version (pipelines.txt), never a fixed version's.
 
+As a command (the harness's tests):
+    lowering.py SRC -o OUT.ll [--pipeline P] [--llvm-prefix PREFIX]
+        SRC lowered to OUT.ll (and OUT.llvm.mlir); prefix: $LLVM_PREFIX's
+        by default, pipeline: the default one of its MLIR version
+
 The .ll still holds LLVM coroutine intrinsics: run the coroutine passes
 (e.g. opt -passes='default<O0>', as jit-harness and mlir-cpu-runner do)
 before code generation.
 """
+import argparse
 import os
 import subprocess
+import sys
 
 import toolchain
 
@@ -60,3 +67,22 @@ def lower(opt_cmd, ll, mlir=None, prefix=None, to_ir=True):
 def lower_file(src, ll, pipeline=None, prefix=None, mlir=None, to_ir=True):
     """SRC lowered with `pipeline` (default: the prefix version's)."""
     return lower(opt_command(src, pipeline, prefix), ll, mlir, prefix, to_ir)
+
+
+def main():
+    ap = argparse.ArgumentParser(description='Lower an MLIR file to LLVM IR (the one recipe).')
+    ap.add_argument('src')
+    ap.add_argument('-o', dest='ll', required=True, help='the LLVM IR file to write')
+    ap.add_argument('--pipeline', help="default: the prefix's MLIR version's whole pipeline")
+    ap.add_argument('--llvm-prefix', default=None, help='default: $LLVM_PREFIX, else %s'
+                    % toolchain.DEFAULT_LLVM_PREFIX)
+    a = ap.parse_args()
+    try:
+        lower_file(a.src, a.ll, a.pipeline, a.llvm_prefix)
+    except (LoweringError, ValueError) as e:
+        sys.exit('lowering: %s' % e)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

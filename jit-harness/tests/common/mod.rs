@@ -95,24 +95,20 @@ pub fn summary(r: &Run) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}; stderr: {}", r.stderr))
 }
 
-/// Lowers tests/data/NAME.mlir to LLVM IR in a temp dir with the toolchain's mlir-opt and mlir-translate.
+/// Lowers tests/data/NAME.mlir to LLVM IR in a temp dir.
 pub fn lower_to_ll(name: &str, dir: &Path) -> PathBuf {
-    let src = data(&format!("{name}.mlir"));
     let out = dir.join(format!("{name}.ll"));
-    let pipeline = default_pipeline();
-    let status = Command::new("bash")
-        .arg("-o")
-        .arg("pipefail")
-        .arg("-c")
-        .arg(format!(
-            "{LLVM}/bin/mlir-opt '{}' --pass-pipeline='{pipeline}' | {LLVM}/bin/mlir-translate --mlir-to-llvmir -o '{}'",
-            src.display(),
-            out.display()
-        ))
-        .status()
-        .unwrap();
-    assert!(status.success(), "lowering {name} failed");
+    lower_file(&data(&format!("{name}.mlir")), &out);
     out
+}
+
+/// Lowers `src` to LLVM IR `out` by the project's one recipe
+/// (mlir-tests/lib/lowering.py: the toolchain's mlir-opt with its default
+/// pipeline, then mlir-translate).
+pub fn lower_file(src: &Path, out: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mlir-tests/lib/lowering.py");
+    let r = Command::new("python3").arg(script).arg(src).arg("-o").arg(out).output().unwrap();
+    assert!(r.status.success(), "lowering {} failed: {}", src.display(), String::from_utf8_lossy(&r.stderr));
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
