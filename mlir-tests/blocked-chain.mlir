@@ -5,7 +5,8 @@
 //   task B, queued after A, blocks on A's token.
 // A runtime whose blocked worker runs other queued tasks on its own stack
 // runs B nested inside A's wait: A can never return, and the program hangs
-// (issue 9: 10 of 10 runs with one worker, 2 of 10 with two). The worker
+// (an earlier version of ours: 10 of 10 runs with one worker, 2 of 10 with
+// two). The worker
 // must instead hand its place to another thread. 20 rounds, 1 and 2 workers.
 
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=1 %run_async | FileCheck %s

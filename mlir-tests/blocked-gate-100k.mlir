@@ -2,7 +2,7 @@
 // func.func awaiting it, called inside async.execute), opened by main once
 // every task is queued. A runtime whose blocked worker runs the next queued
 // task nested in its wait nests 100,000 waits on one stack and dies with
-// SIGSEGV (issue 9, from about 20,000). Ours hands each blocked worker's
+// SIGSEGV (an earlier version of ours did, from about 20,000). Ours hands each blocked worker's
 // place to a spare thread, up to the cap (MLIR_ASYNC_RUNTIME_MAX_THREADS,
 // 512 by default); past it the tasks wait in the queue until the gate opens.
 // The C++ runtime completes it on its fixed pool. 1 and 2 workers; the

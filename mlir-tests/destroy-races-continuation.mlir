@@ -4,7 +4,7 @@
 // completer") and a task that blocks until the continuation has run, then
 // returns: the runner's destroy hook must drain that task. 100 ms later,
 // during the drain, the late completer opens the gate, which fires the
-// continuation on its thread. Before issue 9 that hung the same way as a
+// continuation on its thread. In an earlier version of ours that hung the same way as a
 // late Execute (destroy-races-execute.mlir). Now the continuation joins
 // the drain, the drained task sees it, and destroy returns.
 //

@@ -3,7 +3,7 @@
 // and a task that blocks until the late caller is done, then returns: the
 // runner calls the destroy hook, which must drain that task. 100 ms later,
 // during the drain, the late caller runs an async.execute and awaits it.
-// Before issue 9 the late caller's Execute waited for a lock that destroy
+// In an earlier version of ours the late caller's Execute waited for a lock that destroy
 // held while it waited for the task, which waited for the late caller:
 // the program hung, printing "destroy: waiting for 1 task(s) still in
 // flight". Now the late task joins the drain (it runs on the instance

@@ -1,6 +1,6 @@
 // A child forked after the runtime started uses the runtime and calls its
-// destroy hook. The pool's threads do not exist in a forked child: before
-// issue 9 the child hung on its first Execute + Await, and its destroy
+// destroy hook. The pool's threads do not exist in a forked child: in an
+// earlier version of ours the child hung on its first Execute + Await, and its destroy
 // panicked with a Rust backtrace. Now a fork handler forgets the parent's
 // instance in the child, whose first call starts a fresh one. The parent
 // forks after its runtime ran tasks (its workers exist, idle), and goes on

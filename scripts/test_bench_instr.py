@@ -24,7 +24,7 @@ cob=(1)
 cfn=(2) malloc
 calls=7 0
 0 700
-ob=(2) /work/prog
+ob=(2) /opt/prog
 fn=(3) async_execute_fn
 0 10
 cob=(1)
