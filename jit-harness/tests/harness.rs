@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use std::process::{Command, Stdio};
 
 fn s(p: &std::path::Path) -> String {
     p.display().to_string()
@@ -385,4 +386,37 @@ fn trace_and_stats_cover_every_repeated_run() {
         .filter(|e| e["ph"] == "X" && e["name"] == "task")
         .count() as u64;
     assert_eq!(tasks, executed, "the trace holds every task the counters saw");
+}
+
+/// --mlir-bin defaults to $LLVM_PREFIX/bin, read when the harness runs, and
+/// the prefix's name (.../llvm-N) picks the default pipeline's MLIR
+/// version: a symlinked install under another directory works.
+#[test]
+fn mlir_bin_follows_llvm_prefix_at_run_time() {
+    let rt = s(&our_runtime());
+    let utils = c_runner_utils();
+    let check = s(&data("hello.check"));
+    let hello = s(&data("hello.mlir"));
+    let with_prefix = |prefix: &str| {
+        let out = Command::new(harness())
+            .args([&hello, "--runtime", &rt, "--shared-lib", &utils, "--check", &check])
+            .env("LLVM_PREFIX", prefix)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = with_prefix("/nonexistent/llvm-19");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot run /nonexistent/llvm-19/bin/mlir-opt"), "{err}");
+    let (code, err) = with_prefix("/nonexistent/llvm-13");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no MLIR 13 in pipelines.txt"), "{err}");
+    let dir = temp_dir("symlinked-prefix");
+    let link = dir.join("llvm-19");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(jit_harness::toolchain::llvm_prefix(), &link).unwrap();
+    let (code, err) = with_prefix(&s(&link));
+    assert_eq!(code, Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
 }
