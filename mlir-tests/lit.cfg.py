@@ -95,8 +95,8 @@ try:
     config.available_features.update(rules.features(kind, mlir.number))
 except ValueError as e:
     lit_config.fatal(str(e))
-lit_config.note('async runtime under test: %s (%s-runtime), MLIR %d'
-                % (runtime, kind, mlir.number))
+lit_config.note('async runtime under test: %s (%s-runtime), MLIR %d at %s'
+                % (runtime, kind, mlir.number, llvm_prefix))
 
 for k, v in corpus.substitutions(llvm_prefix, runtime, mlir.number):
     config.substitutions.append((k, v))
