@@ -228,6 +228,8 @@ def process_row(args, prog, tools, pool):
 
 
 def print_table(rows):
+    if not rows:
+        return
     cols = ['program', 'mode', 'runs', 'failed', 'hung', 'leaked', 'seconds']
     cells = [[str(r[c]) if c != 'seconds' else '%.1f' % r[c] for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
