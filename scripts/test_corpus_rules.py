@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -20,6 +21,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'mlir-tests', 'lib'))
 
 import explore  # noqa: E402
 import stress  # noqa: E402
+
+# The features of the runs below are those of an MLIR 19 toolchain
+# (rust-runtime, mlir-19), whatever LLVM_PREFIX the caller has.
+_PREFIX = mock.patch.dict(os.environ, {'LLVM_PREFIX': '/any/prefix/llvm-19'})
+
+
+def setUpModule():
+    _PREFIX.start()
+
+
+def tearDownModule():
+    _PREFIX.stop()
 
 COLUMNS = ['name', 'll', 'check_file', 'check_prefix', 'entry', 'entry_result', 'env',
            'requires', 'xfail', 'unsupported', 'source', 'mlir', 'pipeline']
