@@ -47,7 +47,7 @@ fn main() {
         .arg(root.join("mlir-tests/lib/manifest.py"))
         .arg("rows")
         .arg(dir.join("manifest.tsv"))
-        .args(["--runtime-kind", "rust", "--columns", "name,ll,check_file,check_prefix,entry,env"])
+        .args(["--runtime-kind", "rust", "--columns", "name,check_file,check_prefix"])
         .output()
         .expect("python3");
     assert!(rows.status.success(), "{}", String::from_utf8_lossy(&rows.stderr));
@@ -58,18 +58,11 @@ fn main() {
     let mut programs = Vec::new();
     for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
         let c: Vec<&str> = line.split('\t').collect();
-        let (expected, name, ll, check, prefix, entry, env) = (c[0], c[2], c[3], c[4], c[5], c[6], c[7]);
+        let (expected, name, check, prefix) = (c[0], c[2], c[3], c[4]);
         if expected != "pass" {
             continue;
         }
-        let mut cmd = Command::new(&harness);
-        cmd.args([ll, "--runtime", runtime.to_str().unwrap(), "--shared-lib", libs, "--entry", entry, "--echo"]);
-        for kv in env.split_whitespace().filter(|_| env != "-") {
-            if let Some((k, v)) = kv.split_once('=') {
-                cmd.env(k, v);
-            }
-        }
-        let out = cmd.output().unwrap();
+        let out = harness_command(&root, &dir.join("manifest.tsv"), name, &harness, &runtime, libs).output().unwrap();
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let mut output = out.stdout;
         // Drop the summary line.
@@ -120,4 +113,36 @@ fn main() {
         repeat[repeat.len() - 1]
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The program's jit-harness command, echoing its output, from the corpus's
+/// one command line (mlir-tests/lib/harness.py row: `env VAR=VAL... harness
+/// ARGS...`, NUL-separated).
+fn harness_command(root: &Path, manifest: &Path, name: &str, harness: &Path, runtime: &Path, libs: &str) -> Command {
+    let out = Command::new("python3")
+        .arg(root.join("mlir-tests/lib/harness.py"))
+        .arg("row")
+        .arg(manifest)
+        .arg(name)
+        .arg("--harness")
+        .arg(harness)
+        .arg("--runtime")
+        .arg(runtime)
+        .args(["--libs", libs, "--", "--echo"])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut words = text.split_terminator('\0').skip(1); // "env"
+    let mut env = Vec::new();
+    let program = loop {
+        let word = words.next().expect("a harness after the environment");
+        match word.split_once('=') {
+            Some((k, v)) => env.push((k.to_string(), v.to_string())),
+            None => break word,
+        }
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(words).envs(env);
+    cmd
 }
