@@ -9,8 +9,21 @@
 # offline (CARGO_NET_OFFLINE below).
 
 # ---- variables shared by the mk/ files ---------------------------------------
+# The toolchain's one knob: the LLVM/MLIR 19 install (Debian's location by
+# default). Everything below, cargo's build scripts (llvm-sys, melior's
+# mlir-sys and tblgen, bindgen, runtime/build.rs's lld), the tests, lit and
+# the scripts take their LLVM from it:
+#   make build LLVM_PREFIX=/opt/llvm-19     (or LLVM_PREFIX=... in the environment)
 LLVM_PREFIX  ?= /usr/lib/llvm-19
 LLVM_BIN     := $(LLVM_PREFIX)/bin
+# What the crates' build scripts read. .cargo/config.toml sets the same
+# defaults for plain `cargo`; a variable already in the environment wins
+# over [env] there, so these exports reach cargo.
+LLVM_SYS_191_PREFIX := $(LLVM_PREFIX)
+MLIR_SYS_190_PREFIX := $(LLVM_PREFIX)
+TABLEGEN_190_PREFIX := $(LLVM_PREFIX)
+LIBCLANG_PATH       := $(LLVM_PREFIX)/lib
+export LLVM_PREFIX LLVM_SYS_191_PREFIX MLIR_SYS_190_PREFIX TABLEGEN_190_PREFIX LIBCLANG_PATH
 # MLIR's C++ runtime, the reference; and the runner utils (printMemref...)
 # that corpus programs call, comma-separated as the harness takes them.
 CXX_RUNTIME  := $(LLVM_PREFIX)/lib/libmlir_async_runtime.so
@@ -29,6 +42,9 @@ CORPUS_MANIFEST := $(CORPUS_DIR)/manifest.tsv
 CARGO  ?= cargo
 LIT    ?= lit
 PYTHON ?= python3
+# lit on the corpus, with this LLVM (add --param runtime=...); the one lit
+# command line of make lit, lit-cxx, lit-floor and check.
+LIT_CORPUS = $(LIT) -sv mlir-tests --param llvm_prefix=$(LLVM_PREFIX)
 # The lowering pipelines of every MLIR version, defined once (read by
 # mlir-tests/lib/pipelines.py, the corpus, bench, stress, compat, jit-harness).
 PIPELINES := mlir-tests/lib/pipelines.txt
@@ -81,10 +97,10 @@ test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace
 
 lit: build toolchain-lit ## the lit corpus against our runtime (make test)
-	$(LIT) -sv mlir-tests --param runtime=$(RUNTIME_SO)
+	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO)
 
 lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
-	$(LIT) -sv mlir-tests --param runtime=$(CXX_RUNTIME)
+	$(LIT_CORPUS) --param runtime=$(CXX_RUNTIME)
 
 check-make: ## checks this build: make help, variables of mk/, no network in build/install/run (make test)
 	@bash scripts/check-make.sh
