@@ -56,7 +56,7 @@ CARGO_NET_OFFLINE ?= true
 export CARGO_NET_OFFLINE
 
 .DEFAULT_GOAL := all
-.PHONY: all help setup toolchain toolchain-lit build test test-rust lit lit-cxx check-make
+.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-cxx check-make
 
 all: build ## the same as make build
 
@@ -78,6 +78,14 @@ toolchain-lit: $(AFTER_SETUP) ## the same, and lit and psutil too
 
 build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (release) and the floor runtime (jit-harness --reference's)
 	$(CARGO) build --release --workspace
+
+# The inner loop: the runtime's Rust tests (unit, integration, doc) and the
+# lit corpus against the runtime they built. No set-up, no other crate of
+# the workspace (the harness, trace-view, the melior client), no compat,
+# stress, benchmarks: make test runs those.
+check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit corpus against it (a few minutes)
+	$(CARGO) test --release -p mlir_async_runtime
+	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO)
 
 # Set-up first, then the Rust tests, the lit corpus, the corpus under MLIR
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
