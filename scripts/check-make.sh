@@ -9,7 +9,8 @@
 #  3. the network: `make -n build install` shows no step that reaches it
 #     (pip, apt-get, curl, wget, cargo fetch, setup.sh, ...), `make -n run`
 #     only the set-up (which, with the toolchain present, runs without a
-#     network: checked under `unshare -n`), cargo runs
+#     network: checked under `unshare -n`), `make -n test` the set-up and
+#     only --offline uses of the other MLIR versions' cache, cargo runs
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
 #     installs what it should;
@@ -103,6 +104,18 @@ if [ -z "$net" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
   pass "make -n run: the set-up, then no network step"
 else
   fail "make -n run: expected the set-up and no other network step:" "$net"
+fi
+# `make test` too: the set-up is its one network step; the other MLIR
+# versions (compat-ci, fuzz-lowering-ci) come from the cache the set-up
+# filled, read with --offline.
+dry=$($MAKE --no-print-directory -n test 2>&1)
+net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
+fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh' || true)
+online=$(echo "$fetch" | grep -v -- '--offline' || true)
+if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
+  pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline)"
+else
+  fail "make -n test: a network step besides the set-up:" ${net:+"$net"} ${online:+"$online"}
 fi
 offline=$($MAKE --no-print-directory -s -f Makefile -f - print-offline <<<'print-offline: ; @echo "$$CARGO_NET_OFFLINE"' 2>&1)
 [ "$offline" = true ] && pass "cargo runs with CARGO_NET_OFFLINE=true" || fail "CARGO_NET_OFFLINE in recipes is '$offline', not true"
