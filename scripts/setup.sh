@@ -2,6 +2,7 @@
 # Installs what a fresh Debian 12 machine lacks to build and test this
 # project (the table is scripts/toolchain.sh): Debian packages with apt-get,
 # lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
+# cargo-machete (cargo install, pinned, into target/tools),
 # the pinned PennyLane Catalyst venv of make catalyst
 # (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
@@ -39,6 +40,13 @@ if ! crates_present; then
   # Every platform's crates (cfg(loom) ones included), so that any later
   # build runs offline.
   CARGO_NET_OFFLINE=false "${CARGO:-cargo}" fetch --quiet
+fi
+
+if ! machete_present; then
+  # About 3 CPU-minutes on 2 cores, once (67 crates); its own lock file.
+  echo "setup: installing cargo-machete $MACHETE_VERSION into $TOOLS_ROOT" >&2
+  CARGO_NET_OFFLINE=false "${CARGO:-cargo}" install --quiet --locked --root "$TOOLS_ROOT" \
+    "cargo-machete@$MACHETE_VERSION"
 fi
 
 bash scripts/catalyst/setup-venv.sh
