@@ -65,7 +65,7 @@ fn the_registered_addresses_are_callable() {
     type Unary = unsafe extern "C" fn(*mut std::ffi::c_void);
     type DropRef = unsafe extern "C" fn(*mut std::ffi::c_void, i64);
     // SAFETY: each address is the function of that name, with the ABI's
-    // signature (runtime-abi.md).
+    // signature (runtime/include/mlir-async-runtime/AsyncRuntime.h).
     unsafe {
         let create: Create = std::mem::transmute(address("mlirAsyncRuntimeCreateToken"));
         let set_error: Unary = std::mem::transmute(address("mlirAsyncRuntimeSetTokenError"));
