@@ -5,7 +5,8 @@
 #  2. variables: none is defined in two files; every $(VAR) that an mk/
 #     file uses is defined in it or named in its header line "Variables
 #     from the top Makefile: ..." (and defined there), and every name in
-#     that line is used;
+#     that line is used; LLVM_PREFIX set to another prefix reaches every
+#     recipe and the variables cargo's build scripts read;
 #  3. the network: `make -n build install` shows no step that reaches it
 #     (pip, apt-get, curl, wget, cargo fetch, setup.sh, ...), `make -n run`
 #     only the set-up (which, with the toolchain present, runs without a
@@ -88,6 +89,22 @@ PY
   pass "no variable is defined twice; every mk/ file declares the variables it uses"
 else
   fail "variables:" "$problems"
+fi
+
+# ---- 2b. LLVM_PREFIX is the one toolchain knob --------------------------------------
+# With another prefix, no command of the targets that take the toolchain
+# names the default one, and cargo's build scripts get the variables derived
+# from it (a variable set in the environment wins over .cargo/config.toml).
+knob=/nonexistent/llvm-knob
+goals=(test check lit-cxx run compat bench bench-instr bench-harness explore-table stress fuzz-lowering)
+dry=$(LLVM_PREFIX=$knob $MAKE --no-print-directory -n "${goals[@]}" 2>&1)
+default=$(sed -n 's/^LLVM_PREFIX *?= *//p' Makefile)
+stale=$(echo "$dry" | grep -nF "$default" || true)
+envs=$(LLVM_PREFIX=$knob $MAKE --no-print-directory -s -f Makefile -f - print-env <<<'print-env: ; @echo "$$LLVM_PREFIX $$LLVM_SYS_191_PREFIX $$MLIR_SYS_190_PREFIX $$TABLEGEN_190_PREFIX $$LIBCLANG_PATH"' 2>&1)
+if [ -z "$stale" ] && [ "$envs" = "$knob $knob $knob $knob $knob/lib" ] && echo "$dry" | grep -q -- "--param llvm_prefix=$knob"; then
+  pass "LLVM_PREFIX=$knob reaches every recipe of ${#goals[@]} goals ($(echo "$dry" | grep -c "$knob") lines) and cargo's build scripts"
+else
+  fail "LLVM_PREFIX does not reach everything (recipes naming $default; cargo's variables: $envs):" ${stale:+"$stale"}
 fi
 
 # ---- 3. the network ------------------------------------------------------------
