@@ -19,8 +19,12 @@
 //!   default linker and a warning.
 //!
 //! The LLVM install is `LLVM_PREFIX` (the Makefile's knob; Debian's
-//! location when unset). Its lld links the library, and the tests get it
-//! as `MLIR_ASYNC_LLVM_PREFIX`, their default for the C++ runtime's path.
+//! location when unset): `-B` names its `bin/`, and the tests get it as
+//! `MLIR_ASYNC_LLVM_PREFIX`, their default for the C++ runtime's path.
+//! Since Rust 1.90, rustc on x86_64 Linux links with its own rust-lld and
+//! puts its `-B` before ours, so the `ld.lld` that runs is rust-lld
+//! (seen with `strace -f -e trace=execve`); it is an lld too, so the
+//! symbol ordering applies. Older toolchains run the prefix's lld-19.
 
 use std::path::{Path, PathBuf};
 
