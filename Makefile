@@ -4,7 +4,8 @@
 # names, in its header, the variables it takes from this one.
 #
 # The network: `make setup` (scripts/setup.sh) is the one step that reaches
-# it, and `make test` calls it first. Every other target only checks that
+# it (it also fetches the other MLIR versions into target/compat), and
+# `make test` calls it first. Every other target only checks that
 # the toolchain is present (scripts/check-toolchain.sh) and runs cargo
 # offline (CARGO_NET_OFFLINE below).
 
@@ -64,7 +65,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, the Catalyst venv (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv; fetches MLIR 14/15/16/22 (the one network step)
 	@bash scripts/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -110,7 +111,7 @@ lit: build toolchain-lit ## the lit corpus against our runtime (make test)
 lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
 	$(LIT_CORPUS) --param runtime=$(CXX_RUNTIME)
 
-check-make: ## checks this build: make help, variables of mk/, no network in build/install/run (make test)
+check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reaches every recipe, no network but the set-up, no unused dependency (make test)
 	@bash scripts/check-make.sh
 
 -include mk/*.mk
