@@ -4,13 +4,27 @@
 # names, in its header, the variables it takes from this one.
 #
 # The network: `make setup` (scripts/setup.sh) is the one step that reaches
-# it, and `make test` calls it first. Every other target only checks that
+# it (it also fetches the other MLIR versions into target/compat), and
+# `make test` calls it first. Every other target only checks that
 # the toolchain is present (scripts/check-toolchain.sh) and runs cargo
 # offline (CARGO_NET_OFFLINE below).
 
 # ---- variables shared by the mk/ files ---------------------------------------
+# The toolchain's one knob: the LLVM/MLIR 19 install (Debian's location by
+# default). Everything below, cargo's build scripts (llvm-sys, melior's
+# mlir-sys and tblgen, bindgen, runtime/build.rs's lld), the tests, lit and
+# the scripts take their LLVM from it:
+#   make build LLVM_PREFIX=/opt/llvm-19     (or LLVM_PREFIX=... in the environment)
 LLVM_PREFIX  ?= /usr/lib/llvm-19
 LLVM_BIN     := $(LLVM_PREFIX)/bin
+# What the crates' build scripts read. .cargo/config.toml sets the same
+# defaults for plain `cargo`; a variable already in the environment wins
+# over [env] there, so these exports reach cargo.
+LLVM_SYS_191_PREFIX := $(LLVM_PREFIX)
+MLIR_SYS_190_PREFIX := $(LLVM_PREFIX)
+TABLEGEN_190_PREFIX := $(LLVM_PREFIX)
+LIBCLANG_PATH       := $(LLVM_PREFIX)/lib
+export LLVM_PREFIX LLVM_SYS_191_PREFIX MLIR_SYS_190_PREFIX TABLEGEN_190_PREFIX LIBCLANG_PATH
 # MLIR's C++ runtime, the reference; and the runner utils (printMemref...)
 # that corpus programs call, comma-separated as the harness takes them.
 CXX_RUNTIME  := $(LLVM_PREFIX)/lib/libmlir_async_runtime.so
@@ -29,6 +43,9 @@ CORPUS_MANIFEST := $(CORPUS_DIR)/manifest.tsv
 CARGO  ?= cargo
 LIT    ?= lit
 PYTHON ?= python3
+# lit on the corpus, with this LLVM (add --param runtime=...); the one lit
+# command line of make lit, lit-cxx, lit-floor and check.
+LIT_CORPUS = $(LIT) -sv mlir-tests --param llvm_prefix=$(LLVM_PREFIX)
 # The lowering pipelines of every MLIR version, defined once (read by
 # mlir-tests/lib/pipelines.py, the corpus, bench, stress, compat, jit-harness).
 PIPELINES := mlir-tests/lib/pipelines.txt
@@ -40,7 +57,7 @@ CARGO_NET_OFFLINE ?= true
 export CARGO_NET_OFFLINE
 
 .DEFAULT_GOAL := all
-.PHONY: all help setup toolchain toolchain-lit build test test-rust lit lit-cxx check-make
+.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-cxx check-make
 
 all: build ## the same as make build
 
@@ -48,7 +65,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, the Catalyst venv (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv; fetches MLIR 14/15/16/22 (the one network step)
 	@bash scripts/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -62,6 +79,14 @@ toolchain-lit: $(AFTER_SETUP) ## the same, and lit and psutil too
 
 build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (release) and the floor runtime (jit-harness --reference's)
 	$(CARGO) build --release --workspace
+
+# The inner loop: the runtime's Rust tests (unit, integration, doc) and the
+# lit corpus against the runtime they built. No set-up, no other crate of
+# the workspace (the harness, trace-view, the melior client), no compat,
+# stress, benchmarks: make test runs those.
+check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit corpus against it (a few minutes)
+	$(CARGO) test --release -p mlir_async_runtime
+	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO)
 
 # Set-up first, then the Rust tests, the lit corpus, the corpus under MLIR
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
@@ -81,12 +106,12 @@ test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace
 
 lit: build toolchain-lit ## the lit corpus against our runtime (make test)
-	$(LIT) -sv mlir-tests --param runtime=$(RUNTIME_SO)
+	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO)
 
 lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
-	$(LIT) -sv mlir-tests --param runtime=$(CXX_RUNTIME)
+	$(LIT_CORPUS) --param runtime=$(CXX_RUNTIME)
 
-check-make: ## checks this build: make help, variables of mk/, no network in build/install/run (make test)
+check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reaches every recipe, no network but the set-up, no unused dependency (make test)
 	@bash scripts/check-make.sh
 
 -include mk/*.mk

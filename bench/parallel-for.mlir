@@ -1,7 +1,7 @@
 // parallel-for: C = C + B on 1024x1024 f32 memrefs, an scf.parallel over
 // (i, j) turned into async tasks by -async-parallel-for (default options),
 // repeated 1000 times, JIT-compiled at -O3. Memory/cache-bound: the runtime
-// should not slow it down. (The issue says 50 repetitions; on the
+// should not slow it down. (First specified as 50 repetitions; on the
 // development machine 50 take ~20 ms, below useful timer resolution for a
 // 5-run median, so the sweep is repeated 1000 times.)
 // C starts as (i + j) mod 5 and B is (i * j) mod 3, small integers that stay

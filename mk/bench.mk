@@ -2,7 +2,7 @@
 # and against the single-thread floor runtime (bench/floor), under
 # mlir-cpu-runner and jit-harness; per-task callgrind costs with a budget;
 # criterion per-operation costs; the harness's checked runs per second.
-# Variables from the top Makefile: CARGO, PYTHON, LIT, LLVM_BIN, RUNTIME_SO,
+# Variables from the top Makefile: CARGO, PYTHON, LIT_CORPUS, LLVM_BIN, RUNTIME_SO,
 # CXX_RUNTIME, HARNESS, CORPUS_DIR, FLOOR_SO.
 #   make bench                          all workloads, 11 interleaved runs each
 #   make bench BENCH_RUNS=21 BENCH_ARGS="--only fib-spawn"
@@ -34,7 +34,7 @@ $(FLOOR_SO): $(FLOOR_SRC) mk/bench.mk
 # floor (feature floor-runtime: tests of our MLIR_ASYNC_RUNTIME_WORKERS,
 # REQUIRES: rust-runtime, are skipped).
 lit-floor: toolchain-lit $(FLOOR_SO) ## the lit corpus against the floor runtime (make test)
-	$(LIT) -sv mlir-tests --param runtime=$(FLOOR_SO) --param runtime_kind=floor
+	$(LIT_CORPUS) --param runtime=$(FLOOR_SO) --param runtime_kind=floor
 
 bench: build $(FLOOR_SO) ## macro-benchmarks: ours, the C++ runtime and the floor, interleaved; table and target/bench/ratios.svg
 	$(PYTHON) scripts/bench.py --runs $(BENCH_RUNS) \

@@ -1,7 +1,7 @@
 # The async MLIR corpus lowered to LLVM IR, for running without lit (see
 # scripts/lower-corpus.sh and the header of mlir-tests/lit.cfg.py):
 #   make corpus   -> target/corpus/*.ll, *.llvm.mlir and manifest.tsv
-# Variables from the top Makefile: LLVM_BIN, PIPELINES, CORPUS_DIR, CORPUS_MANIFEST.
+# Variables from the top Makefile: LLVM_PREFIX, PIPELINES, CORPUS_DIR, CORPUS_MANIFEST.
 
 CORPUS_SOURCES := $(wildcard mlir-tests/*.mlir)
 CORPUS_DEPS    := $(CORPUS_SOURCES) $(wildcard mlir-tests/lib/*.py) $(PIPELINES) \
@@ -11,7 +11,7 @@ CORPUS_DEPS    := $(CORPUS_SOURCES) $(wildcard mlir-tests/lib/*.py) $(PIPELINES)
 corpus: $(CORPUS_MANIFEST) ## lowers every corpus program to target/corpus/*.ll and manifest.tsv
 
 $(CORPUS_MANIFEST): $(CORPUS_DEPS)
-	LLVM_PREFIX=$(patsubst %/,%,$(dir $(LLVM_BIN))) CORPUS_OUT=$(CORPUS_DIR) \
+	LLVM_PREFIX=$(LLVM_PREFIX) CORPUS_OUT=$(CORPUS_DIR) \
 	  bash scripts/lower-corpus.sh
 
 corpus-clean: ## removes the lowered corpus

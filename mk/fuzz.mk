@@ -2,8 +2,8 @@
 # sequential reference through jit-harness --reference, many per module
 # and one harness process per module (scripts/fuzz_lowering.py,
 # docs/lowering-bugs.md). MLIR 22's async-parallel-for runs through
-# --front-mlir-bin (the JIT reads LLVM 19 IR only); MLIR 22 is fetched into
-# target/compat once (scripts/compat-fetch.sh).
+# --front-mlir-bin (the JIT reads LLVM 19 IR only); MLIR 22 is read from
+# target/compat, where make setup put it (scripts/compat-fetch.sh).
 # Variables from the top Makefile: HARNESS, RUNTIME_SO, FLOOR_SO, RUNNER_UTILS, PYTHON,
 # LLVM_PREFIX.
 #   (LLVM_PREFIX is MLIR 19's install; other versions come from compat-fetch.sh)
@@ -29,7 +29,7 @@ FUZZ = $(PYTHON) scripts/fuzz_lowering.py --harness $(HARNESS) --runtime $(RUNTI
 .PHONY: fuzz-lowering fuzz-lowering-ci
 fuzz-lowering: build ## FUZZ_PROGRAMS random parallel/async programs per MLIR version against their sequential reference
 	@for v in $(FUZZ_VERSIONS); do \
-	  prefix=$(LLVM_PREFIX); [ $$v = 19 ] || prefix=$$(bash scripts/compat-fetch.sh --prefix $$v) || exit 1; \
+	  prefix=$(LLVM_PREFIX); [ $$v = 19 ] || prefix=$$(bash scripts/compat-fetch.sh --offline --prefix $$v) || exit 1; \
 	  $(FUZZ) --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED) --llvm-prefix $$prefix \
 	    --out target/fuzz-lowering/$$v $(FUZZ_ARGS) --expect-known || exit 1; \
 	done
@@ -37,5 +37,5 @@ fuzz-lowering: build ## FUZZ_PROGRAMS random parallel/async programs per MLIR ve
 fuzz-lowering-ci: build ## a bounded fuzz-lowering: 5,000 programs on MLIR 19, 3,000 on 22; only the known bugs may fail (make test)
 	$(PYTHON) -m unittest discover -s scripts -p 'test_fuzz_lowering.py'
 	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19 --expect-known
-	@prefix=$$(bash scripts/compat-fetch.sh --prefix 22) && \
+	@prefix=$$(bash scripts/compat-fetch.sh --offline --prefix 22) && \
 	  $(FUZZ) --programs 3000 --seed 2 --llvm-prefix $$prefix --out target/fuzz-lowering/ci-22 --expect-known

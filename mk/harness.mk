@@ -3,7 +3,7 @@
 # CORPUS_MANIFEST, LLVM_PREFIX.
 #   make run                      every corpus program, 100 checked runs each,
 #                                 against our runtime; one row per program
-#   make run RUN_REPEAT=1000 RUN_RUNTIME=/usr/lib/llvm-19/lib/libmlir_async_runtime.so
+#   make run RUN_REPEAT=1000 RUN_RUNTIME='$(CXX_RUNTIME)'   (the C++ runtime under LLVM_PREFIX)
 # Programs marked REQUIRES for another runtime or UNSUPPORTED on this one
 # are skipped; XFAIL ones may fail (scripts/run-corpus.sh).
 RUN_REPEAT  ?= 100

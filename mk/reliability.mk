@@ -1,4 +1,4 @@
-# Reliability (issue 4; docs/reliability.md): loom models, stress with
+# Reliability (docs/reliability.md): loom models, stress with
 # schedule fuzzing, sanitizers and mutation tests.
 # Variables from the top Makefile: CARGO, PYTHON, RUNTIME_SO, HARNESS, LLVM_PREFIX.
 #   make loom-ci        loom models, LOOM_MAX_PREEMPTIONS=2 (part of make test)

@@ -17,10 +17,19 @@
 //!   the library become resident (see scripts/hot-symbols.sh). Without
 //!   lld-19 (scripts/setup.sh installs it) the library links with the
 //!   default linker and a warning.
+//!
+//! The LLVM install is `LLVM_PREFIX` (the Makefile's knob; Debian's
+//! location when unset): `-B` names its `bin/`, and the tests get it as
+//! `MLIR_ASYNC_LLVM_PREFIX`, their default for the C++ runtime's path.
+//! Since Rust 1.90, rustc on x86_64 Linux links with its own rust-lld and
+//! puts its `-B` before ours, so the `ld.lld` that runs is rust-lld
+//! (seen with `strace -f -e trace=execve`); it is an lld too, so the
+//! symbol ordering applies. Older toolchains run the prefix's lld-19.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-const LLD_DIR: &str = "/usr/lib/llvm-19/bin";
+/// Where Debian's llvm-19 packages install; `LLVM_PREFIX` overrides it.
+const DEFAULT_LLVM_PREFIX: &str = "/usr/lib/llvm-19";
 
 fn link_arg(arg: &str) {
     println!("cargo:rustc-cdylib-link-arg={arg}");
@@ -33,21 +42,28 @@ fn main() {
     let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/hot-symbols.txt");
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=LLVM_PREFIX");
+    let prefix = std::env::var_os("LLVM_PREFIX")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_LLVM_PREFIX), PathBuf::from);
+    println!("cargo:rustc-env=MLIR_ASYNC_LLVM_PREFIX={}", prefix.display());
+    let lld_dir = prefix.join("bin");
 
     link_arg("-Wl,-z,nodelete");
     link_arg("-Wl,-z,pack-relative-relocs");
     link_arg("-Wl,-Bsymbolic-functions");
-    if Path::new(LLD_DIR).join("ld.lld").exists() {
+    if lld_dir.join("ld.lld").exists() {
         link_arg("-fuse-ld=lld");
-        link_arg(&format!("-B{LLD_DIR}"));
+        link_arg(&format!("-B{}", lld_dir.display()));
         link_arg(&format!("-Wl,--symbol-ordering-file={}", order.display()));
         // A symbol of the list that this build lacks is not an error; the
         // `link_order` test reports a list gone stale.
         link_arg("-Wl,--no-warn-symbol-ordering");
     } else {
         println!(
-            "cargo:warning=ld.lld not found in {LLD_DIR}: linking without hot-code ordering \
-             (run scripts/setup.sh to install lld-19)"
+            "cargo:warning=ld.lld not found in {}: linking without hot-code ordering \
+             (run scripts/setup.sh to install lld-19)",
+            lld_dir.display()
         );
     }
 }

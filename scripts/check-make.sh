@@ -5,17 +5,20 @@
 #  2. variables: none is defined in two files; every $(VAR) that an mk/
 #     file uses is defined in it or named in its header line "Variables
 #     from the top Makefile: ..." (and defined there), and every name in
-#     that line is used;
+#     that line is used; LLVM_PREFIX set to another prefix reaches every
+#     recipe and the variables cargo's build scripts read;
 #  3. the network: `make -n build install` shows no step that reaches it
 #     (pip, apt-get, curl, wget, cargo fetch, setup.sh, ...), `make -n run`
 #     only the set-up (which, with the toolchain present, runs without a
-#     network: checked under `unshare -n`), cargo runs
+#     network: checked under `unshare -n`), `make -n test` the set-up and
+#     only --offline uses of the other MLIR versions' cache, cargo runs
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
 #     installs what it should;
 #  4. make run's loop (scripts/run-corpus.sh) skips programs UNSUPPORTED on
 #     the runtime under test, and those that REQUIRE another, and lets XFAIL
-#     ones fail.
+#     ones fail;
+#  5. no dependency declared in a Cargo.toml is unused (cargo-machete).
 # Prints one line per check, then "check-make: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -88,6 +91,22 @@ else
   fail "variables:" "$problems"
 fi
 
+# ---- 2b. LLVM_PREFIX is the one toolchain knob --------------------------------------
+# With another prefix, no command of the targets that take the toolchain
+# names the default one, and cargo's build scripts get the variables derived
+# from it (a variable set in the environment wins over .cargo/config.toml).
+knob=/nonexistent/llvm-knob
+goals=(test check lit-cxx run compat bench bench-instr bench-harness explore-table stress fuzz-lowering)
+dry=$(LLVM_PREFIX=$knob $MAKE --no-print-directory -n "${goals[@]}" 2>&1)
+default=$(sed -n 's/^LLVM_PREFIX *?= *//p' Makefile)
+stale=$(echo "$dry" | grep -nF "$default" || true)
+envs=$(LLVM_PREFIX=$knob $MAKE --no-print-directory -s -f Makefile -f - print-env <<<'print-env: ; @echo "$$LLVM_PREFIX $$LLVM_SYS_191_PREFIX $$MLIR_SYS_190_PREFIX $$TABLEGEN_190_PREFIX $$LIBCLANG_PATH"' 2>&1)
+if [ -z "$stale" ] && [ "$envs" = "$knob $knob $knob $knob $knob/lib" ] && echo "$dry" | grep -q -- "--param llvm_prefix=$knob"; then
+  pass "LLVM_PREFIX=$knob reaches every recipe of ${#goals[@]} goals ($(echo "$dry" | grep -c "$knob") lines) and cargo's build scripts"
+else
+  fail "LLVM_PREFIX does not reach everything (recipes naming $default; cargo's variables: $envs):" ${stale:+"$stale"}
+fi
+
 # ---- 3. the network ------------------------------------------------------------
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -103,6 +122,18 @@ if [ -z "$net" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
   pass "make -n run: the set-up, then no network step"
 else
   fail "make -n run: expected the set-up and no other network step:" "$net"
+fi
+# `make test` too: the set-up is its one network step; the other MLIR
+# versions (compat-ci, fuzz-lowering-ci) come from the cache the set-up
+# filled, read with --offline.
+dry=$($MAKE --no-print-directory -n test 2>&1)
+net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
+fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh' || true)
+online=$(echo "$fetch" | grep -v -- '--offline' || true)
+if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
+  pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline)"
+else
+  fail "make -n test: a network step besides the set-up:" ${net:+"$net"} ${online:+"$online"}
 fi
 offline=$($MAKE --no-print-directory -s -f Makefile -f - print-offline <<<'print-offline: ; @echo "$$CARGO_NET_OFFLINE"' 2>&1)
 [ "$offline" = true ] && pass "cargo runs with CARGO_NET_OFFLINE=true" || fail "CARGO_NET_OFFLINE in recipes is '$offline', not true"
@@ -161,6 +192,40 @@ if [ $? -ne 0 ] && [ "$(sort "$stage/started" | tr '\n' ' ')" = "fails.ll hangs.
   pass "make run (rust-runtime) runs the others and fails on an unexpected failure"
 else
   fail "scripts/run-corpus.sh --kind rust:" "$run_log"
+fi
+
+# ---- 5. no declared dependency is unused -------------------------------------------
+# cargo-machete (pinned, installed by make setup) over every Cargo.toml of
+# the repository: a dependency, dev- or build-dependency whose name no
+# source file of its package mentions. KNOWN_UNUSED: package:crate pairs
+# whose removal is under way elsewhere; each is reported as such, never as
+# a pass, and the line saying to drop the entry appears once it is gone.
+KNOWN_UNUSED=("mlir_async_runtime:once_cell")
+source scripts/toolchain.sh
+if ! machete_present; then
+  fail "cargo-machete $MACHETE_VERSION is not in $TOOLS_ROOT: run \`make setup\`"
+else
+  report=$("$MACHETE" --skip-target-dir . 2>&1)
+  status=$?
+  # "pkg -- ./path/Cargo.toml:" then one tab-indented crate per line.
+  found=$(echo "$report" | awk '/^[^ \t].* -- .*Cargo\.toml:$/ { pkg = $1; next }
+                               /^\t/ && pkg != "" { sub(/^\t/, ""); print pkg ":" $0; next }
+                               { pkg = "" }' | sort)
+  unknown=$(comm -23 <(echo "$found" | grep .) <(printf '%s\n' "${KNOWN_UNUSED[@]}" | sort))
+  for k in "${KNOWN_UNUSED[@]}"; do
+    if echo "$found" | grep -qx "$k"; then
+      echo "KNOWN ${k%%:*} declares ${k#*:}, which nothing uses (its removal is under way)"
+    else
+      echo "NOTE ${k#*:} is no longer unused in ${k%%:*}: drop it from KNOWN_UNUSED in $0"
+    fi
+  done
+  if [ $status -gt 1 ]; then
+    fail "cargo-machete failed (status $status):" "$report"
+  elif [ -n "$unknown" ]; then
+    fail "declared dependencies that no code uses (package:crate):" $unknown
+  else
+    pass "cargo-machete $MACHETE_VERSION: no unused dependency in $(git ls-files '*Cargo.toml' | wc -l) Cargo.toml files${found:+ but the known ones}"
+  fi
 fi
 
 echo "check-make: $passed passed, $failed failed"

@@ -37,21 +37,29 @@
 # for scripts/symbol-binding.py, which compiles scripts/two-engines.cpp
 # against them (MLIR 19's are installed by scripts/setup.sh instead).
 #
-# Usage: scripts/compat-fetch.sh [--cache DIR] [--prefix] [--dev] N...
-#   --prefix  print each version's LLVM prefix (one per line) on stdout
-#   --dev     also the C++ headers of LLVM and MLIR N
+# `make setup` (scripts/setup.sh) runs it for every version the tests use,
+# so that later targets find the cache and never reach the network: they
+# call it with --offline, which fails, saying to run make setup, instead
+# of downloading.
+#
+# Usage: scripts/compat-fetch.sh [--cache DIR] [--prefix] [--dev] [--offline] N...
+#   --prefix   print each version's LLVM prefix (one per line) on stdout
+#   --dev      also the C++ headers of LLVM and MLIR N
+#   --offline  only use the cache: exit 1 if a version is not in it
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/target/compat"
 print_prefix=0
 dev=0
+offline=0
 versions=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache="$2"; shift 2 ;;
     --prefix) print_prefix=1; shift ;;
     --dev) dev=1; shift ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    --offline) offline=1; shift ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     -*) echo "compat-fetch: unknown option $1" >&2; exit 2 ;;
     *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "compat-fetch: not a version: $1" >&2; exit 2; }
        versions+=("$1"); shift ;;
@@ -62,6 +70,12 @@ done
 packages() { echo "mlir-$1-tools libmlir-$1 libllvm$1 llvm-$1-tools"; }
 
 updated=0
+# With --offline, the one way out of a cache miss.
+need_network() {
+  [ "$offline" -eq 0 ] && return 0
+  echo "compat-fetch: $1 is not in $cache: run \`make setup\` (it fetches it once)" >&2
+  exit 1
+}
 # Makes sure apt knows every package; runs `apt-get update` once if not.
 check_available() {
   local missing=() p
@@ -90,6 +104,7 @@ fetch() {
     echo "compat-fetch: MLIR $v is cached in $dest" >&2
     return
   fi
+  need_network "MLIR $v"
   # shellcheck disable=SC2207
   local pkgs=($(packages "$v"))
   check_available "${pkgs[@]}"
@@ -136,6 +151,7 @@ fetch_dev() {
     echo "compat-fetch: MLIR $v headers are cached in $dest" >&2
     return
   fi
+  need_network "MLIR $v's headers"
   local pkgs=("llvm-$v-dev" "libmlir-$v-dev")
   check_available "${pkgs[@]}"
   rm -rf "$dest"

@@ -2,8 +2,12 @@
 # Installs what a fresh Debian 12 machine lacks to build and test this
 # project (the table is scripts/toolchain.sh): Debian packages with apt-get,
 # lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
-# and the pinned PennyLane Catalyst venv of make catalyst
-# (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB).
+# cargo-machete (cargo install, pinned, into target/tools),
+# the pinned PennyLane Catalyst venv of make catalyst
+# (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
+# the other MLIR versions of make compat, compat-ci and fuzz-lowering,
+# downloaded and unpacked, never installed, into target/compat
+# (scripts/compat-fetch.sh).
 # The one step of the build that reaches the network: every other make
 # target runs cargo offline and only checks (scripts/check-toolchain.sh).
 # Does nothing when everything is present, so `make test` calls it every time.
@@ -38,7 +42,28 @@ if ! crates_present; then
   CARGO_NET_OFFLINE=false "${CARGO:-cargo}" fetch --quiet
 fi
 
+if ! machete_present; then
+  # About 3 CPU-minutes on 2 cores, once (67 crates); its own lock file.
+  echo "setup: installing cargo-machete $MACHETE_VERSION into $TOOLS_ROOT" >&2
+  CARGO_NET_OFFLINE=false "${CARGO:-cargo}" install --quiet --locked --root "$TOOLS_ROOT" \
+    "cargo-machete@$MACHETE_VERSION"
+fi
+
 bash scripts/catalyst/setup-venv.sh
+
+# Every MLIR version of mlir-tests/lib/pipelines.txt but the installed one,
+# and the C++ headers of those that symbol-binding.py compiles its
+# two-engine driver against (MLIR 17 and later). Cached: a version already
+# there is not fetched again.
+installed=$(python3 -c 'import sys; sys.path.insert(0, "mlir-tests/lib"); import pipelines; print(pipelines.DEFAULT_VERSION)')
+others=() dev=()
+for v in $(python3 mlir-tests/lib/pipelines.py --versions); do
+  [ "$v" = "$installed" ] && continue
+  others+=("$v")
+  [ "$v" -lt 17 ] || dev+=("$v")
+done
+bash scripts/compat-fetch.sh "${others[@]}"
+[ "${#dev[@]}" -eq 0 ] || bash scripts/compat-fetch.sh --dev "${dev[@]}"
 
 mapfile -t still < <(missing_packages)
 for pkg in ${still[@]+"${still[@]}"}; do

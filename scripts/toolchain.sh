@@ -22,6 +22,9 @@
 # Python modules (PyPI): lit, and psutil (without it lit cannot enforce
 # per-test timeouts, and a hang would stall CI instead of failing it).
 # Rust crates: every crate of Cargo.lock, in cargo's cache.
+# Rust tools: cargo-machete (pinned), which make check-make runs to find
+# declared dependencies that no code uses; in target/tools, not in
+# ~/.cargo/bin, so that a user's own version is never replaced.
 
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
 APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc
@@ -47,6 +50,15 @@ declare -A PROBE=(
 )
 
 PY_MODULES=(lit psutil)
+
+MACHETE_VERSION=0.9.2
+TOOLS_ROOT=${TOOLS_ROOT:-$PWD/target/tools}
+MACHETE=$TOOLS_ROOT/bin/cargo-machete
+
+# Succeeds when the pinned cargo-machete is installed in TOOLS_ROOT.
+machete_present() {
+  [ -x "$MACHETE" ] && [ "$("$MACHETE" --version 2>/dev/null)" = "$MACHETE_VERSION" ]
+}
 
 # The Debian packages whose probe file is missing, one per line.
 missing_packages() {

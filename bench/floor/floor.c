@@ -2,9 +2,10 @@
  * The floor runtime: the cheapest runtime that can run MLIR's async ABI,
  * used only as a yardstick by `make bench` and `make bench-instr`
  * (bench/README.md). It implements the same C ABI as our runtime and the
- * C++ one (docs/runtime-abi.md in the shared docs: the 25 mlirAsyncRuntim*
- * functions plus both runner hook pairs, and our rust_mlir_async_runtime_wait_idle),
- * on one thread and with no locks or
+ * C++ one (declared in runtime/include/mlir-async-runtime/AsyncRuntime.h:
+ * the 23 mlirAsyncRuntim* functions, which with the execution-engine hook
+ * pair are the C++ runtime's 25 exports; both runner hook pairs; and our
+ * rust_mlir_async_runtime_wait_idle), on one thread and with no locks or
  * atomics:
  *
  * - Ready work is one LIFO array of (handle, resume) pairs. Execute pushes;

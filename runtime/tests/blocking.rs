@@ -4,8 +4,8 @@
 //! hang is killed and reported instead of stalling the suite, a crash is
 //! seen as a signal, and each child reads its own worker count.
 //!
-//! These are the regression tests of issue 9's bug reports: each one hung,
-//! crashed or printed the wrong thing on the runtime before that issue.
+//! These are regression tests: each one hung, crashed or printed the wrong
+//! thing on an earlier version of this runtime.
 
 mod common;
 

@@ -43,8 +43,12 @@ fn symbols_are_every_function_the_library_exports_for_compiled_code() {
     let listed: BTreeSet<String> = symbols().map(|(name, _)| name.to_owned()).collect();
     assert_eq!(listed.len(), symbols().len(), "a name is listed twice");
     assert_eq!(listed, exported_names(&our_library()), "symbols() and the cdylib's exports differ");
-    let cxx = PathBuf::from("/usr/lib/llvm-19/lib/libmlir_async_runtime.so");
-    assert!(cxx.exists(), "the C++ runtime of MLIR 19 is missing (make setup)");
+    // LLVM_PREFIX at run time, else the one the library was built with.
+    let prefix = std::env::var_os("LLVM_PREFIX")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(env!("MLIR_ASYNC_LLVM_PREFIX")), PathBuf::from);
+    let cxx = prefix.join("lib/libmlir_async_runtime.so");
+    assert!(cxx.exists(), "the C++ runtime of MLIR 19 is missing: {} (make setup)", cxx.display());
     assert_eq!(listed, exported_names(&cxx), "symbols() and the C++ runtime's exports differ");
     let addresses: BTreeSet<usize> = symbols().map(|(_, address)| address as usize).collect();
     assert_eq!(addresses.len(), symbols().len(), "two names share an address");
@@ -61,7 +65,7 @@ fn the_registered_addresses_are_callable() {
     type Unary = unsafe extern "C" fn(*mut std::ffi::c_void);
     type DropRef = unsafe extern "C" fn(*mut std::ffi::c_void, i64);
     // SAFETY: each address is the function of that name, with the ABI's
-    // signature (runtime-abi.md).
+    // signature (runtime/include/mlir-async-runtime/AsyncRuntime.h).
     unsafe {
         let create: Create = std::mem::transmute(address("mlirAsyncRuntimeCreateToken"));
         let set_error: Unary = std::mem::transmute(address("mlirAsyncRuntimeSetTokenError"));
