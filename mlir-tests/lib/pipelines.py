@@ -26,8 +26,8 @@ import sys
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipelines.txt')
 DEFAULT_VERSION = 19
 SCALAR_KEYS = ('runner', 'anchor', 'async-func', 'to-runtime', 'ref-counting',
-               'policy-ref-counting', 'openmp', 'openmp-to-llvm')
-LIST_KEYS = ('to-llvm',)
+               'policy-ref-counting', 'openmp-to-llvm')
+LIST_KEYS = ('to-llvm', 'openmp')
 REQUIRED_KEYS = ('runner', 'to-runtime', 'ref-counting', 'policy-ref-counting',
                  'to-llvm')
 
@@ -75,7 +75,7 @@ class Version:
         return self.anchored(','.join(self.to_llvm))
 
     def openmp_pipeline(self):
-        """scf.parallel to omp.parallel + omp.wsloop (the `openmp` pass),
+        """scf.parallel to omp.parallel + omp.wsloop (the `openmp` passes),
         then to-llvm with `openmp-to-llvm` before its last pass."""
         if not (self.openmp and self.openmp_to_llvm):
             raise ValueError('MLIR %d has no openmp/openmp-to-llvm in %s'
@@ -83,8 +83,8 @@ class Version:
         if self.to_llvm[-1] != 'reconcile-unrealized-casts':
             raise ValueError('MLIR %d: to-llvm must end with '
                              'reconcile-unrealized-casts' % self.number)
-        steps = [self.openmp] + self.to_llvm[:-1] + [self.openmp_to_llvm,
-                                                      self.to_llvm[-1]]
+        steps = self.openmp + self.to_llvm[:-1] + [self.openmp_to_llvm,
+                                                    self.to_llvm[-1]]
         return self.anchored(','.join(steps))
 
 
