@@ -641,7 +641,7 @@ def main() -> int:
     notes += loops_notes
 
     # ---- JIT overhead table
-    if use_harness:
+    if use_harness and results:
         rows = []
         for n, e in results.items():
             s = e["summary"]

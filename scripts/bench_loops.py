@@ -147,16 +147,21 @@ def lower(k: Kernel, llvm_bin: Path, out: Path) -> None:
             k.lower_error = (f"mlir-translate ({kind}): "
                              + ir.stderr.strip()[-2000:])
             return
-        need, forbid = MARKERS[kind]
-        called = set(CALL.findall(ir.stdout))
-        bad = [f"never calls {m}" for m in need if m not in called] + \
-              [f"calls {m}..." for m in forbid
-               if any(c.startswith(m) for c in called)]
+        bad = wrong_calls(kind, ir.stdout)
         if bad:
             k.lower_error = (f"the {kind} lowering is not what it claims: "
                              f"its LLVM IR {', '.join(bad)}")
             return
         k.lowered[kind] = dst
+
+
+def wrong_calls(kind: str, llvm_ir: str) -> list[str]:
+    """What makes this LLVM IR not the `kind` lowering ([] if nothing)."""
+    need, forbid = MARKERS[kind]
+    called = set(CALL.findall(llvm_ir))
+    return [f"never calls {m}" for m in need if m not in called] + \
+        [f"calls {m}..." for m in forbid
+         if any(c.startswith(m) for c in called)]
 
 
 def command(key: str, k: Kernel, args) -> list[str] | None:
