@@ -289,7 +289,8 @@ def paired_ratio(entry: dict, num: str, den: str) -> dict | None:
 
 
 # Short names of the runtimes, by configuration-key suffix.
-WHO = {"cxx": "C++", "ours": "ours", "floor": "floor"}
+WHO = {"cxx": "C++", "ours": "ours", "floor": "floor",
+       "omp": "libomp", "seq": "sequential"}   # the last two: bench_loops
 
 
 def why_no_ratio(entry: dict, num: str, den: str) -> str:

@@ -49,8 +49,6 @@ CONFIGS = {"runner/seq": ("sequential", None),
            "runner/ours": ("async", "ours"),
            "runner/cxx": ("async", "cxx"),
            "runner/floor": ("async", "floor")}
-WHO = {"runner/seq": "sequential", "runner/omp": "libomp",
-       "runner/ours": "ours", "runner/cxx": "C++", "runner/floor": "floor"}
 
 # Calls each lowering's LLVM IR must (and must not) make: a lowering that
 # silently came out sequential would make every ratio meaningless. (Calls,
@@ -185,15 +183,6 @@ def command(key: str, k: Kernel, args) -> list[str] | None:
                   "-shared-libs=" + ",".join(str(p) for p in libs)]
 
 
-def ratio_cell(kit, entry: dict, num: str, den: str) -> str:
-    r = kit.paired_ratio(entry, num, den)
-    if r is not None:
-        return f"{r['median']:.2f} ({r['q1']:.2f}-{r['q3']:.2f})"
-    who = [WHO[c] for c in (num, den)
-           if "FAIL" in entry["summary"].get(c, {}).get("status", "")]
-    return "FAIL " + " & ".join(who) if who else "-"
-
-
 def us_per_loop(s: dict, loops: int) -> str:
     if s.get("status") != "ok":
         return s.get("status", "-")
@@ -269,7 +258,7 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
             if c in ("runner/ours", "runner/seq"):
                 any_fail |= entry["summary"][c]["status"] != "ok"
         entry["ratios"] = {
-            f"{WHO[n]}/{WHO[d]}": kit.paired_ratio(entry, n, d)
+            f"{n.split('/')[1]}/{d.split('/')[1]}": kit.paired_ratio(entry, n, d)
             for n, d in (("runner/omp", "runner/ours"),
                          ("runner/cxx", "runner/ours"),
                          ("runner/seq", "runner/ours"),
@@ -280,17 +269,18 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
     def cell(e: dict, c: str, f) -> str:
         return f(e["summary"][c]) if c in e["summary"] else "-"
 
-    header = ["kernel"] + [f"{WHO[c]} s (IQR)" for c in keys] + \
-        [f"{WHO[n]}/ours (IQR)" for n in
+    who = lambda c: kit.WHO[c.split("/")[1]]  # noqa: E731
+    header = ["kernel"] + [f"{who(c)} s (IQR)" for c in keys] + \
+        [f"{who(n)}/ours (IQR)" for n in
          ("runner/omp", "runner/cxx", "runner/seq", "runner/floor")
          if n in keys]
     rows = []
     for n, e in results.items():
         rows.append([n] + [cell(e, c, kit.time_cell) for c in keys] +
-                    [ratio_cell(kit, e, r, "runner/ours") for r in
+                    [kit.ratio_cell(e, r, "runner/ours") for r in
                      ("runner/omp", "runner/cxx", "runner/seq",
                       "runner/floor") if r in keys])
-    uheader = ["kernel", "loops"] + [f"{WHO[c]} µs" for c in keys] + \
+    uheader = ["kernel", "loops"] + [f"{who(c)} µs" for c in keys] + \
         ["ours - seq µs"] + \
         (["libomp - seq µs"] if "runner/omp" in keys else [])
     urows = []
@@ -335,6 +325,13 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
         "loadavg_start": load_start, "loadavg_end": load_end,
         "runs": args.runs, "omp_threads": args.omp_threads,
         "libomp": str(args.libomp_path), "kernels": results}, indent=1) + "\n")
+    groups = [(f"{who(n)} / ours", n, "runner/ours") for n in
+              ("runner/omp", "runner/cxx", "runner/floor") if n in keys]
+    kit.svg_chart(args.out / "loops-ratios.svg", results, groups,
+                  "Parallel loops: reference time / our time",
+                  f"median of {args.runs} interleaved runs, {os.cpu_count()} "
+                  f"CPUs, {started}, load {load_start[0]:.2f}")
     notes.append(f"parallel loops: {args.out / 'loops-table.md'}, "
+                 f"{args.out / 'loops-ratios.svg'}, "
                  f"{args.out / 'loops-results.json'}")
     return any_fail, notes
