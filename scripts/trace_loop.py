@@ -50,6 +50,50 @@ def q(xs: list[float]) -> str:
     return f"{q2:.2f} ({q1:.2f}-{q3:.2f})"
 
 
+def threads_of_other_lowerings(k, args, tmp: Path) -> list[str]:
+    """The same probe lowered for OpenMP (on libomp) and sequentially: how
+    many threads ran the rows, and how many rows the initial one ran."""
+    lib = args.llvm_bin.parent / "lib"
+    libomp = lib / "libomp.so"
+    lines = []
+    for kind, extra in (("openmp", [libomp]), ("sequential", [])):
+        if kind == "openmp" and not libomp.exists():
+            lines.append(f"- {kind}: {libomp} not found")
+            continue
+        dst = tmp / f"probe.{kind}.llvm.mlir"
+        recipe = bench_loops.recipes(args.llvm_bin, k.pf_options)[kind]
+        r = subprocess.run([str(args.llvm_bin / "mlir-opt"), str(k.path),
+                            f"-pass-pipeline={recipe}", "-o", str(dst)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            lines.append(f"- {kind}: mlir-opt failed: {r.stderr[-300:]}")
+            continue
+        run = subprocess.run(
+            [str(args.llvm_bin / "mlir-cpu-runner"), str(dst), k.opt, "-e",
+             "main", "-entry-point-result=void", "-shared-libs=" +
+             ",".join(str(p) for p in [lib / "libmlir_c_runner_utils.so"]
+                      + extra)],
+            capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count() or 2)))
+        v = run.stdout.split()
+        if run.returncode != 0 or len(v) < 2 or int(v[0]) != k.expect:
+            lines.append(f"- {kind}: FAIL (exit {run.returncode}, checksum "
+                         f"{v[0] if v else '-'})")
+            continue
+        rest = [int(x) for x in v[2:]]
+        tid = rest[1::2]
+        rows = len(tid) // k.loops
+        first = tid[0]
+        on_first = Counter(sum(1 for i in range(rows)
+                               if tid[s * rows + i] == first)
+                           for s in range(args.skip, k.loops))
+        lines.append(f"- {kind}: {len(set(tid))} thread(s) ran rows; rows "
+                     "on the thread that ran row 0, per loop: " +
+                     ", ".join(f"{n} in {c} loops"
+                               for n, c in on_first.most_common(3)))
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runtime", type=Path,
@@ -282,6 +326,11 @@ def main() -> int:
                                         routes.most_common()) +
              f"; loops whose tasks all ran on one worker: {one_lane} of "
              f"{len(stat)}.")
+    L.append("")
+    L.append("**The other two lowerings of the same probe** (checksum "
+             "checked too):")
+    L.append("")
+    L += threads_of_other_lowerings(k, args, tmp)
     L.append("")
     if pictured:
         L.append(f"Picture: {pictured}. Lanes: workers grey, the caller "
