@@ -50,6 +50,9 @@ CONFIGS = {"runner/seq": ("sequential", None),
            "runner/cxx": ("async", "cxx"),
            "runner/floor": ("async", "floor")}
 
+# The ratios of the table, each X / ours (> 1: ours faster than X).
+AGAINST_OURS = ("runner/omp", "runner/cxx", "runner/seq", "runner/floor")
+
 # Calls each lowering's LLVM IR must (and must not) make: a lowering that
 # silently came out sequential would make every ratio meaningless. (Calls,
 # not declarations: convert-async-to-llvm declares the whole async ABI.)
@@ -258,12 +261,8 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
             if c in ("runner/ours", "runner/seq"):
                 any_fail |= entry["summary"][c]["status"] != "ok"
         entry["ratios"] = {
-            f"{n.split('/')[1]}/{d.split('/')[1]}": kit.paired_ratio(entry, n, d)
-            for n, d in (("runner/omp", "runner/ours"),
-                         ("runner/cxx", "runner/ours"),
-                         ("runner/seq", "runner/ours"),
-                         ("runner/floor", "runner/ours"))
-            if n in keys}
+            f"{n.split('/')[1]}/ours": kit.paired_ratio(entry, n, "runner/ours")
+            for n in AGAINST_OURS if n in keys}
     load_end = os.getloadavg()
 
     def cell(e: dict, c: str, f) -> str:
@@ -271,15 +270,12 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
 
     who = lambda c: kit.WHO[c.split("/")[1]]  # noqa: E731
     header = ["kernel"] + [f"{who(c)} s (IQR)" for c in keys] + \
-        [f"{who(n)}/ours (IQR)" for n in
-         ("runner/omp", "runner/cxx", "runner/seq", "runner/floor")
-         if n in keys]
+        [f"{who(n)}/ours (IQR)" for n in AGAINST_OURS if n in keys]
     rows = []
     for n, e in results.items():
         rows.append([n] + [cell(e, c, kit.time_cell) for c in keys] +
-                    [kit.ratio_cell(e, r, "runner/ours") for r in
-                     ("runner/omp", "runner/cxx", "runner/seq",
-                      "runner/floor") if r in keys])
+                    [kit.ratio_cell(e, r, "runner/ours")
+                     for r in AGAINST_OURS if r in keys])
     uheader = ["kernel", "loops"] + [f"{who(c)} µs" for c in keys] + \
         ["ours - seq µs"] + \
         (["libomp - seq µs"] if "runner/omp" in keys else [])
@@ -325,8 +321,8 @@ def run(kernels: list[Kernel], args, kit) -> tuple[bool, list[str]]:
         "loadavg_start": load_start, "loadavg_end": load_end,
         "runs": args.runs, "omp_threads": args.omp_threads,
         "libomp": str(args.libomp_path), "kernels": results}, indent=1) + "\n")
-    groups = [(f"{who(n)} / ours", n, "runner/ours") for n in
-              ("runner/omp", "runner/cxx", "runner/floor") if n in keys]
+    groups = [(f"{who(n)} / ours", n, "runner/ours") for n in AGAINST_OURS
+              if n in keys and n != "runner/seq"]
     kit.svg_chart(args.out / "loops-ratios.svg", results, groups,
                   "Parallel loops: reference time / our time",
                   f"median of {args.runs} interleaved runs, {os.cpu_count()} "
