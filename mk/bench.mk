@@ -76,7 +76,7 @@ bench-instr-budget: build $(FLOOR_SO) ## writes ours' per-task costs into the bu
 # three lowerings of every bench/loops kernel are what they claim.
 .PHONY: bench-loops-check trace-loop
 bench-loops-check: toolchain ## bench/loops: each kernel lowers async / OpenMP / sequential as claimed
-	$(PYTHON) -m unittest discover -s scripts -p 'test_bench_loops.py'
+	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_loops.py'
 
 # One fine-grained parallel loop on our runtime: which thread runs each
 # block, in which order, how long the last block and the caller wait
