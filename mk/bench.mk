@@ -72,6 +72,19 @@ bench-instr-check: build $(FLOOR_SO) ## ours' per-task costs against bench/instr
 bench-instr-budget: build $(FLOOR_SO) ## writes ours' per-task costs into the budget (lowers only)
 	$(BENCH_INSTR) --write-budget $(BENCH_INSTR_ARGS)
 
+# The parallel-loop benchmarks' own logic (scripts/bench_loops.py): the
+# three lowerings of every bench/loops kernel are what they claim.
+.PHONY: bench-loops-check trace-loop
+bench-loops-check: toolchain ## bench/loops: each kernel lowers async / OpenMP / sequential as claimed
+	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_loops.py'
+
+# One fine-grained parallel loop on our runtime: which thread runs each
+# block, in which order, how long the last block and the caller wait
+# (bench/loops/trace-before.md is one such summary).
+trace-loop: build ## trace of one fine-grained parallel loop: target/trace/loop.{md,svg,png}
+	$(PYTHON) scripts/trace_loop.py --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) \
+	  --trace-view $(CURDIR)/target/release/trace-view -o $(CURDIR)/target/trace/loop
+
 # The benchmark suite's part of make test: the floor runs the corpus, and
 # ours stays within its instruction and allocation budget.
-bench-ci: lit-floor bench-instr-check ## the floor's corpus and the instruction budget (make test)
+bench-ci: lit-floor bench-instr-check bench-loops-check ## the floor's corpus, the instruction budget, the loop lowerings (make test)

@@ -20,6 +20,10 @@ apart does not.  Peak RSS comes from the child's rusage (os.wait4), so no
 extra package is needed.  A crash, timeout, missing output or wrong checksum
 makes that configuration FAIL in the table; it is never dropped.
 
+The scf.parallel kernels of bench/loops run too, lowered three ways (async on
+ours / C++ / the floor, OpenMP on libomp, sequential as the checksum
+reference): scripts/bench_loops.py, its own tables after the main one.
+
 With --harness pointing to a built jit-harness, the same LLVM IR also runs
 through it (C++ and ours), so the JIT's own overhead (process wall time
 minus in-program time) can be compared with mlir-cpu-runner's.
@@ -55,6 +59,7 @@ import harness  # noqa: E402  (the one jit-harness command line)
 import lowering  # noqa: E402  (the one lowering recipe)
 import pipelines  # noqa: E402  (the project's one definition of the pipelines)
 import toolchain  # noqa: E402  (LLVM_PREFIX)
+import bench_loops  # noqa: E402  (bench/loops: parallel loops against OpenMP)
 
 # BENCH-PIPELINE kinds. Both are the pipeline of mlir-tests/lib/pipelines.txt
 # for the MLIR version of --llvm-bin (async.func lowering included);
@@ -295,7 +300,8 @@ def paired_ratio(entry: dict, num: str, den: str) -> dict | None:
 
 
 # Short names of the runtimes, by configuration-key suffix.
-WHO = {"cxx": "C++", "ours": "ours", "floor": "floor"}
+WHO = {"cxx": "C++", "ours": "ours", "floor": "floor",
+       "omp": "libomp", "seq": "sequential"}   # the last two: bench_loops
 
 
 def why_no_ratio(entry: dict, num: str, den: str) -> str:
@@ -470,6 +476,7 @@ def main() -> int:
                     help="--repeat passed to jit-harness (default 1)")
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds before a run is killed and counted FAIL")
+    bench_loops.add_arguments(ap)
     args = ap.parse_args()
     args.llvm_lib = args.llvm_bin.parent / "lib"
     only = None
@@ -477,6 +484,7 @@ def main() -> int:
         only = [n for o in args.only for n in o.split(",") if n]
     if args.runs < 1:
         ap.error("--runs must be >= 1")
+    loop_kernels, only = bench_loops.select(args, only)
     required = [(args.runtime, "--runtime"), (args.cxx, "--cxx"),
                 (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")]
     if args.floor is not None:
@@ -525,7 +533,7 @@ def main() -> int:
             args.harness_echo = "--echo" in helptext
 
     args.out.mkdir(parents=True, exist_ok=True)
-    workloads = discover(args.bench_dir.resolve(), only)
+    workloads = discover(args.bench_dir.resolve(), only) if only != [] else []
     configs = [Config("runner/cxx", "runner", args.cxx),
                Config("runner/ours", "runner", args.runtime)]
     if use_floor:
@@ -623,14 +631,19 @@ def main() -> int:
                "C++/ours > 1: ours faster; ours/floor: how far above the "
                "floor.\nPeak RSS: median of the runs' peak resident memory "
                "(mostly mlir-cpu-runner and LLVM).")
-    print()
-    print(caption)
-    print(table(rows, header))
-    (args.out / "table.md").write_text(
-        caption.replace("\n", " ") + "\n\n" + markdown(rows, header) + "\n")
+    if rows:
+        print()
+        print(caption)
+        print(table(rows, header))
+        (args.out / "table.md").write_text(
+            caption.replace("\n", " ") + "\n\n" + markdown(rows, header) + "\n")
+    loops_fail, loops_notes = bench_loops.run(loop_kernels, args,
+                                              sys.modules[__name__])
+    any_fail |= loops_fail
+    notes += loops_notes
 
     # ---- JIT overhead table
-    if use_harness:
+    if use_harness and results:
         rows = []
         for n, e in results.items():
             s = e["summary"]

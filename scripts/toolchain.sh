@@ -19,6 +19,8 @@
 #                    melior (examples/melior-client): bindgen's libclang and
 #                    its stddef.h for mlir-sys; llvm-config --link-static
 #                    lists Polly; -lzstd
+#   libomp-19-dev    LLVM 19's OpenMP runtime (lib/libomp.so): make bench runs
+#                    the parallel loops lowered with convert-scf-to-openmp on it
 # Python modules (PyPI): lit, and psutil (without it lit cannot enforce
 # per-test timeouts, and a hang would stall CI instead of failing it).
 # Rust crates: every crate of Cargo.lock, in cargo's cache.
@@ -28,7 +30,8 @@
 
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
 APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc
-              libclang1-19 libclang-common-19-dev libpolly-19-dev libzstd-dev)
+              libclang1-19 libclang-common-19-dev libpolly-19-dev libzstd-dev
+              libomp-19-dev)
 
 # One file per package that proves it is installed.
 declare -A PROBE=(
@@ -47,6 +50,7 @@ declare -A PROBE=(
   [libclang-common-19-dev]="$LLVM_PREFIX/lib/clang/19/include/stddef.h"
   [libpolly-19-dev]="$LLVM_PREFIX/lib/libPolly.a"
   [libzstd-dev]="/usr/include/zstd.h"
+  [libomp-19-dev]="$LLVM_PREFIX/lib/libomp.so"
 )
 
 PY_MODULES=(lit psutil)

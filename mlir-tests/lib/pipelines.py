@@ -9,9 +9,11 @@ As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
     v.pipeline()                        anchor(async-func?, passes)
     v.pipeline(front='async-parallel-for', async_func=False)
     v.passes(policy=True)               the bare pass list, no anchor
+    v.sequential()                      scf.parallel as sequential loops
+    v.openmp_pipeline()                 scf.parallel on OpenMP (libomp)
 As a command (the Makefile, scripts/hot-symbols.sh, the README):
     pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
-                 [--front PASS]
+                 [--front PASS] [--sequential | --openmp]
         prints the pipeline of MLIR N (default 19, or P's version), with
         PASS (e.g. 'async-parallel-for{num-workers=1}') first
     pipelines.py --versions             prints every version, ascending
@@ -26,8 +28,8 @@ import sys
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipelines.txt')
 DEFAULT_VERSION = 19
 SCALAR_KEYS = ('runner', 'anchor', 'async-func', 'to-runtime', 'ref-counting',
-               'policy-ref-counting')
-LIST_KEYS = ('to-llvm',)
+               'policy-ref-counting', 'openmp-to-llvm')
+LIST_KEYS = ('to-llvm', 'openmp')
 REQUIRED_KEYS = ('runner', 'to-runtime', 'ref-counting', 'policy-ref-counting',
                  'to-llvm')
 
@@ -44,6 +46,8 @@ class Version:
         self.ref_counting = entries['ref-counting']
         self.policy_ref_counting = entries['policy-ref-counting']
         self.to_llvm = entries['to-llvm']
+        self.openmp = entries.get('openmp')
+        self.openmp_to_llvm = entries.get('openmp-to-llvm')
 
     def passes(self, policy=False, async_func=False):
         """The pass list without anchor: [async-func,] to-runtime,
@@ -66,6 +70,24 @@ class Version:
             async_func = self.async_func is not None
         p = self.passes(policy, async_func)
         return self.anchored(front + ',' + p if front else p)
+
+    def sequential(self):
+        """to-llvm alone: convert-scf-to-cf lowers scf.parallel to nested
+        sequential loops, the reference lowering of a parallel loop."""
+        return self.anchored(','.join(self.to_llvm))
+
+    def openmp_pipeline(self):
+        """scf.parallel to omp.parallel + omp.wsloop (the `openmp` passes),
+        then to-llvm with `openmp-to-llvm` before its last pass."""
+        if not (self.openmp and self.openmp_to_llvm):
+            raise ValueError('MLIR %d has no openmp/openmp-to-llvm in %s'
+                             % (self.number, TABLE))
+        if self.to_llvm[-1] != 'reconcile-unrealized-casts':
+            raise ValueError('MLIR %d: to-llvm must end with '
+                             'reconcile-unrealized-casts' % self.number)
+        steps = self.openmp + self.to_llvm[:-1] + [self.openmp_to_llvm,
+                                                    self.to_llvm[-1]]
+        return self.anchored(','.join(steps))
 
 
 def parse(text, source=TABLE):
@@ -123,6 +145,11 @@ def main():
     ap.add_argument('--bare', action='store_true', help='the pass list, without the anchor')
     ap.add_argument('--front', metavar='PASS',
                     help='a pass (with options) to run first, e.g. async-parallel-for{num-workers=1}')
+    kind = ap.add_mutually_exclusive_group()
+    kind.add_argument('--sequential', action='store_true',
+                      help='the sequential lowering of scf.parallel (no async passes)')
+    kind.add_argument('--openmp', action='store_true',
+                      help='the OpenMP lowering of scf.parallel (libomp)')
     ap.add_argument('--versions', action='store_true', help='print every version')
     ap.add_argument('--runner', action='store_true', help="print the version's runner")
     a = ap.parse_args()
@@ -142,6 +169,13 @@ def main():
     v = table[a.mlir_version]
     if a.runner:
         print(v.runner)
+    elif a.sequential:
+        print(v.sequential())
+    elif a.openmp:
+        try:
+            print(v.openmp_pipeline())
+        except ValueError as e:
+            sys.exit('pipelines: %s' % e)
     elif a.bare:
         p = v.passes(a.policy, not a.no_async_func and v.async_func is not None)
         print(a.front + ',' + p if a.front else p)
