@@ -17,35 +17,13 @@ use std::time::Duration;
 use crate::abi::introspection::RuntimeStats;
 use crate::base::task::{Origin, ResumeFn, Task};
 use crate::instance;
-use crate::object::completion::{self, Completable, Completion, Outcome};
+use crate::object::completion::{self, Outcome};
 use crate::object::group::Group;
-use crate::object::header::{self, Header};
+use crate::object::header::Header;
 use crate::object::token::Token;
 use crate::object::value::Value;
 
 type Resume = Option<ResumeFn>;
-
-// ---- what the per-kind adapters share ---------------------------------------
-
-/// `mlirAsyncRuntimeEmplace*` and `Set*Error`: checks the object, then
-/// completes it, a scheduling point under a deterministic schedule.
-///
-/// # Safety
-/// `object` is a live, pending token or value; the call releases the
-/// producer's reference.
-#[inline(always)]
-unsafe fn complete<T: Completable>(object: *mut T, outcome: Outcome, call: &str) {
-    // SAFETY: the caller's live object (the check rejects a foreign one).
-    unsafe { header::checked(object, call) };
-    // SAFETY: checked above; completed once, and not used afterwards.
-    instance::completing(|| unsafe { completion::complete_and_release(object, outcome, call) });
-}
-
-/// `mlirAsyncRuntimeAwait*AndExecute`, after the object's check.
-#[inline(always)]
-fn resume_when_complete(completion: &Completion, handle: *mut c_void, resume: Resume, origin: Origin, call: &str) {
-    instance::resume_when_complete(completion, Task::new(handle, resume, origin, call));
-}
 
 // ---- reference counting ---------------------------------------------------
 
@@ -107,39 +85,28 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAddTokenToGroup(token: *mut Token, grou
 
 // ---- completion ---------------------------------------------------------
 
-/// # Safety
-/// `token` is a live, pending token; the call releases the producer's
-/// reference, so the caller must not use it afterwards unless it holds
-/// another.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceToken(token: *mut Token) {
-    // SAFETY: forwarded contract.
-    unsafe { complete(token, Outcome::Available, "mlirAsyncRuntimeEmplaceToken") };
+/// `mlirAsyncRuntimeEmplace*` and `Set*Error`, for one kind and outcome:
+/// checks the object, then completes it, a scheduling point under a
+/// deterministic schedule.
+macro_rules! complete {
+    ($name:ident, $ty:ident, $outcome:expr) => {
+        #[doc = concat!("# Safety\n`object` is a live, pending ", stringify!($ty), "; the call releases the")]
+        #[doc = "producer's reference, so the caller must not use it afterwards unless it"]
+        #[doc = "holds another."]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(object: *mut $ty) {
+            // SAFETY: the caller's live object (the check rejects a foreign one).
+            unsafe { $ty::from_abi(object, stringify!($name)) };
+            // SAFETY: checked above; completed once, and not used afterwards.
+            instance::completing(|| unsafe { completion::complete_and_release(object, $outcome, stringify!($name)) });
+        }
+    };
 }
 
-/// # Safety
-/// As `mlirAsyncRuntimeEmplaceToken`.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeSetTokenError(token: *mut Token) {
-    // SAFETY: forwarded contract.
-    unsafe { complete(token, Outcome::Error, "mlirAsyncRuntimeSetTokenError") };
-}
-
-/// # Safety
-/// As `mlirAsyncRuntimeEmplaceToken`, for a value.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeEmplaceValue(value: *mut Value) {
-    // SAFETY: forwarded contract.
-    unsafe { complete(value, Outcome::Available, "mlirAsyncRuntimeEmplaceValue") };
-}
-
-/// # Safety
-/// As `mlirAsyncRuntimeEmplaceToken`, for a value.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeSetValueError(value: *mut Value) {
-    // SAFETY: forwarded contract.
-    unsafe { complete(value, Outcome::Error, "mlirAsyncRuntimeSetValueError") };
-}
+complete!(mlirAsyncRuntimeEmplaceToken, Token, Outcome::Available);
+complete!(mlirAsyncRuntimeSetTokenError, Token, Outcome::Error);
+complete!(mlirAsyncRuntimeEmplaceValue, Value, Outcome::Available);
+complete!(mlirAsyncRuntimeSetValueError, Value, Outcome::Error);
 
 // ---- queries --------------------------------------------------------------
 
@@ -210,44 +177,23 @@ pub extern "C" fn mlirAsyncRuntimeExecute(handle: *mut c_void, resume: Resume) {
     instance::make_ready(Task::new(handle, resume, Origin::Execute, "mlirAsyncRuntimeExecute"));
 }
 
-/// # Safety
-/// `token` is live, and the caller holds a reference until `resume` runs.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeAwaitTokenAndExecute(
-    token: *mut Token,
-    handle: *mut c_void,
-    resume: Resume,
-) {
-    // SAFETY: as above.
-    let completion = unsafe { Token::from_abi(token, "mlirAsyncRuntimeAwaitTokenAndExecute") }.completion();
-    resume_when_complete(completion, handle, resume, Origin::AfterToken, "mlirAsyncRuntimeAwaitTokenAndExecute");
+/// `mlirAsyncRuntimeAwait*AndExecute`, for one kind: checks the object,
+/// then resumes the coroutine once it completes.
+macro_rules! await_and_execute {
+    ($name:ident, $ty:ident, $origin:expr) => {
+        #[doc = concat!("# Safety\n`object` is a live ", stringify!($ty), ", and the caller holds a reference until `resume` runs.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(object: *mut $ty, handle: *mut c_void, resume: Resume) {
+            // SAFETY: as above.
+            let completion = unsafe { $ty::from_abi(object, stringify!($name)) }.completion();
+            instance::resume_when_complete(completion, Task::new(handle, resume, $origin, stringify!($name)));
+        }
+    };
 }
 
-/// # Safety
-/// `value` is live, and the caller holds a reference until `resume` runs.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeAwaitValueAndExecute(
-    value: *mut Value,
-    handle: *mut c_void,
-    resume: Resume,
-) {
-    // SAFETY: as above.
-    let completion = unsafe { Value::from_abi(value, "mlirAsyncRuntimeAwaitValueAndExecute") }.completion();
-    resume_when_complete(completion, handle, resume, Origin::AfterValue, "mlirAsyncRuntimeAwaitValueAndExecute");
-}
-
-/// # Safety
-/// `group` is live, and the caller holds a reference until `resume` runs.
-#[no_mangle]
-pub unsafe extern "C" fn mlirAsyncRuntimeAwaitAllInGroupAndExecute(
-    group: *mut Group,
-    handle: *mut c_void,
-    resume: Resume,
-) {
-    // SAFETY: as above.
-    let completion = unsafe { Group::from_abi(group, "mlirAsyncRuntimeAwaitAllInGroupAndExecute") }.completion();
-    resume_when_complete(completion, handle, resume, Origin::AfterGroup, "mlirAsyncRuntimeAwaitAllInGroupAndExecute");
-}
+await_and_execute!(mlirAsyncRuntimeAwaitTokenAndExecute, Token, Origin::AfterToken);
+await_and_execute!(mlirAsyncRuntimeAwaitValueAndExecute, Value, Origin::AfterValue);
+await_and_execute!(mlirAsyncRuntimeAwaitAllInGroupAndExecute, Group, Origin::AfterGroup);
 
 /// The real upstream name has no `e` after `Runtim`.
 #[no_mangle]

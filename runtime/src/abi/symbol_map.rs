@@ -107,15 +107,16 @@ impl LlvmStringMap {
     /// # Safety
     /// `handle` is a `dlopen` handle or `RTLD_DEFAULT`.
     pub(crate) unsafe fn from_handle(handle: *mut c_void) -> Option<LlvmStringMap> {
-        // SAFETY: `dlsym` with a valid handle and NUL-terminated names.
         let sym = |name: &CStr| {
+            // SAFETY: `dlsym` with a valid handle and NUL-terminated names.
             let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
             (!address.is_null()).then_some(address)
         };
-        // SAFETY (the transmutes): each symbol is the LLVM function of that
-        // mangled name, whose Itanium-ABI signature is the type given
-        // (`this`, then a `StringRef` as pointer and length).
+        // The transmutes: each symbol is the LLVM function of that mangled
+        // name, whose Itanium-ABI signature is the type given (`this`, then
+        // a `StringRef` as pointer and length).
         let probing = match (sym(LOOKUP_HASH), sym(FIND_HASH), sym(HASH)) {
+            // SAFETY: the transmutes, above.
             (Some(lookup), Some(find), Some(hash)) => unsafe {
                 Probing::WithHash {
                     lookup: std::mem::transmute::<*mut c_void, LookupHashFn>(lookup),
@@ -123,6 +124,7 @@ impl LlvmStringMap {
                     hash: std::mem::transmute::<*mut c_void, HashFn>(hash),
                 }
             },
+            // SAFETY: the transmutes, above.
             _ => unsafe {
                 Probing::KeyOnly {
                     lookup: std::mem::transmute::<*mut c_void, LookupKeyFn>(sym(LOOKUP_KEY)?),
@@ -389,10 +391,11 @@ fn module_of(address: *const c_void) -> Option<Module> {
             let ph = unsafe { &*info.dlpi_phdr.add(i) };
             let start = base + ph.p_vaddr as usize;
             if ph.p_type == libc::PT_LOAD && (start..start + ph.p_memsz as usize).contains(&search.address) {
-                // SAFETY: `dlpi_name` is a NUL-terminated string (maybe empty).
                 let name = if info.dlpi_name.is_null() {
                     std::ffi::CString::default()
                 } else {
+                    // SAFETY: `dlpi_name` is a NUL-terminated string (maybe
+                    // empty).
                     unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_owned()
                 };
                 search.found = Some(Module { base, name });

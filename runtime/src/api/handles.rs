@@ -194,14 +194,68 @@ macro_rules! common_methods {
             self.handle().object.as_ptr().cast()
         }
 
-        /// True once the object has completed, available or in error.
+        #[doc = concat!("True once the ", $raw_type, " has completed, available or in error.")]
         pub fn is_ready(&self) -> bool {
             self.handle().state().is_some()
         }
+    };
+}
 
+/// `is_error` of a token and a value: the completion's state (a group's
+/// may turn true before it completes).
+macro_rules! is_error_from_state {
+    ($raw_type:literal) => {
         #[doc = concat!("True if the ", $raw_type, " completed in the error state.")]
         pub fn is_error(&self) -> bool {
             self.handle().state() == Some(Outcome::Error)
+        }
+    };
+}
+
+/// What a handle without a payload (a token's, a group's) has: `wait`,
+/// `Clone`, a `Future` of `Result<(), AsyncError>`, and `Debug`.
+macro_rules! no_payload_handle {
+    ($handle:ident, $object:ident, $raw_type:literal) => {
+        impl $handle {
+            /// Gives the reference back as a raw pointer (for
+            /// `mlirAsyncRuntimeDropRef`, or [`from_raw`](Self::from_raw) again).
+            pub fn into_raw(self) -> *mut c_void {
+                self.handle.into_raw()
+            }
+
+            fn handle(&self) -> &Handle<$object> {
+                &self.handle
+            }
+
+            #[doc = concat!("Blocks the calling thread until the ", $raw_type, " completes. Inside an")]
+            #[doc = concat!("async executor, `.await` the ", $raw_type, " instead.")]
+            pub fn wait(&self) -> Result<(), AsyncError> {
+                result(self.handle.wait(), $raw_type)
+            }
+        }
+
+        impl Clone for $handle {
+            /// Another handle with a reference of its own.
+            fn clone(&self) -> $handle {
+                $handle { handle: self.handle.clone() }
+            }
+        }
+
+        impl Future for $handle {
+            type Output = Result<(), AsyncError>;
+
+            fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+                self.get_mut().handle.poll(cx).map(|outcome| result(outcome, $raw_type))
+            }
+        }
+
+        impl fmt::Debug for $handle {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($handle))
+                    .field("raw", &self.as_raw())
+                    .field("state", &self.handle.state())
+                    .finish()
+            }
         }
     };
 }
@@ -239,45 +293,11 @@ impl AsyncToken {
         AsyncToken { handle: unsafe { Handle::from_raw(raw, "AsyncToken::from_raw") } }
     }
 
-    /// Gives the reference back as a raw pointer (for
-    /// `mlirAsyncRuntimeDropRef`, or [`from_raw`](Self::from_raw) again).
-    pub fn into_raw(self) -> *mut c_void {
-        self.handle.into_raw()
-    }
-
-    fn handle(&self) -> &Handle<Token> {
-        &self.handle
-    }
-
     common_methods!("token");
-
-    /// Blocks the calling thread until the token completes. Inside an
-    /// async executor, `.await` the token instead.
-    pub fn wait(&self) -> Result<(), AsyncError> {
-        result(self.handle.wait(), "token")
-    }
+    is_error_from_state!("token");
 }
 
-impl Clone for AsyncToken {
-    /// Another handle with a reference of its own.
-    fn clone(&self) -> AsyncToken {
-        AsyncToken { handle: self.handle.clone() }
-    }
-}
-
-impl Future for AsyncToken {
-    type Output = Result<(), AsyncError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().handle.poll(cx).map(|outcome| result(outcome, "token"))
-    }
-}
-
-impl fmt::Debug for AsyncToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncToken").field("raw", &self.as_raw()).field("state", &self.handle.state()).finish()
-    }
-}
+no_payload_handle!(AsyncToken, Token, "token");
 
 /// One reference to an `!async.group`: completes when all of its tokens
 /// have; in the error state if any of them is.
@@ -295,24 +315,7 @@ impl AsyncGroup {
         AsyncGroup { handle: unsafe { Handle::from_raw(raw, "AsyncGroup::from_raw") } }
     }
 
-    /// As [`AsyncToken::into_raw`].
-    pub fn into_raw(self) -> *mut c_void {
-        self.handle.into_raw()
-    }
-
-    fn handle(&self) -> &Handle<Group> {
-        &self.handle
-    }
-
-    /// The object, for passing to compiled code.
-    pub fn as_raw(&self) -> *mut c_void {
-        self.handle.object.as_ptr().cast()
-    }
-
-    /// True once every token of the group has completed.
-    pub fn is_ready(&self) -> bool {
-        self.handle.state().is_some()
-    }
+    common_methods!("group");
 
     /// True if any token added to the group so far completed in the error
     /// state (`mlirAsyncRuntimeIsGroupError`: may turn true before the
@@ -321,31 +324,9 @@ impl AsyncGroup {
         self.handle().get().is_error()
     }
 
-    /// Blocks the calling thread until every token of the group completed.
-    pub fn wait(&self) -> Result<(), AsyncError> {
-        result(self.handle.wait(), "group")
-    }
 }
 
-impl Clone for AsyncGroup {
-    fn clone(&self) -> AsyncGroup {
-        AsyncGroup { handle: self.handle.clone() }
-    }
-}
-
-impl Future for AsyncGroup {
-    type Output = Result<(), AsyncError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().handle.poll(cx).map(|outcome| result(outcome, "group"))
-    }
-}
-
-impl fmt::Debug for AsyncGroup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncGroup").field("raw", &self.as_raw()).field("state", &self.handle.state()).finish()
-    }
-}
+no_payload_handle!(AsyncGroup, Group, "group");
 
 /// One reference to an `!async.value<T>`: completes with a payload.
 ///
@@ -405,6 +386,7 @@ impl AsyncValue {
     }
 
     common_methods!("value");
+    is_error_from_state!("value");
 
     /// The payload's size in bytes (the size of the value's type).
     pub fn size(&self) -> usize {

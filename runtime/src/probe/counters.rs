@@ -13,50 +13,47 @@ use crate::base::kind::Kind;
 use crate::base::task::{Origin, Route};
 use crate::sync::process::{AtomicU64, ForkSafeLock, Ordering};
 
-/// One counter of the table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
-pub enum Counter {
-    /// Tasks run to their next suspension (Execute and continuations).
-    TasksExecuted,
-    /// `mlirAsyncRuntimeExecute` tasks run.
-    ExecuteTasks,
-    /// Continuations run on the completing worker without a queue (the
-    /// next-task slot, or nested under schedule fuzzing).
-    ContinuationsInline,
-    /// Continuations that went through the pool's queues.
-    ContinuationsPooled,
-    /// Blocking `Await*` calls that had to wait.
-    BlockingWaits,
-    /// ... of which on a runtime thread, which handed its place over.
-    BlockingWaitsInTasks,
-    /// Spare threads started to take the place of blocked ones.
-    SpareThreadsStarted,
-    TokensCreated,
-    ValuesCreated,
-    GroupsCreated,
-    /// Most tokens, values and groups alive at once (sampled at creation).
-    PeakLiveObjects,
-    /// Most tasks queued or running at once (sampled when queued).
-    PeakTasksQueued,
+/// Declares each counter once, with its label in the table: the enum
+/// [`Counter`], and `ALL`, every counter and its label in table order.
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident => $label:literal,)*) => {
+        /// One counter of the table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum Counter {
+            $($(#[$doc])* $name,)*
+        }
+
+        const COUNT: usize = [$($label),*].len();
+
+        const ALL: [(Counter, &str); COUNT] = [$((Counter::$name, $label)),*];
+    };
 }
 
-const COUNT: usize = Counter::PeakTasksQueued as usize + 1;
-
-const ALL: [(Counter, &str); COUNT] = [
-    (Counter::TasksExecuted, "tasks executed"),
-    (Counter::ExecuteTasks, "  from execute"),
-    (Counter::ContinuationsInline, "  continuations inline"),
-    (Counter::ContinuationsPooled, "  continuations via pool"),
-    (Counter::BlockingWaits, "blocking waits"),
-    (Counter::BlockingWaitsInTasks, "  in tasks (handed over)"),
-    (Counter::SpareThreadsStarted, "spare threads started"),
-    (Counter::TokensCreated, "tokens created"),
-    (Counter::ValuesCreated, "values created"),
-    (Counter::GroupsCreated, "groups created"),
-    (Counter::PeakLiveObjects, "peak live objects"),
-    (Counter::PeakTasksQueued, "peak tasks queued"),
-];
+counters! {
+    /// Tasks run to their next suspension (Execute and continuations).
+    TasksExecuted => "tasks executed",
+    /// `mlirAsyncRuntimeExecute` tasks run.
+    ExecuteTasks => "  from execute",
+    /// Continuations run on the completing worker without a queue (the
+    /// next-task slot, or nested under schedule fuzzing).
+    ContinuationsInline => "  continuations inline",
+    /// Continuations that went through the pool's queues.
+    ContinuationsPooled => "  continuations via pool",
+    /// Blocking `Await*` calls that had to wait.
+    BlockingWaits => "blocking waits",
+    /// ... of which on a runtime thread, which handed its place over.
+    BlockingWaitsInTasks => "  in tasks (handed over)",
+    /// Spare threads started to take the place of blocked ones.
+    SpareThreadsStarted => "spare threads started",
+    TokensCreated => "tokens created",
+    ValuesCreated => "values created",
+    GroupsCreated => "groups created",
+    /// Most tokens, values and groups alive at once (sampled at creation).
+    PeakLiveObjects => "peak live objects",
+    /// Most tasks queued or running at once (sampled when queued).
+    PeakTasksQueued => "peak tasks queued",
+}
 
 impl Counter {
     fn is_peak(self) -> bool {

@@ -21,11 +21,13 @@
 //! deadlocks that cannot happen.
 //!
 //! Off costs one relaxed load of a static per hook (the environment is read
-//! once). Each thread draws from its own xorshift stream, seeded from the
+//! once). Each thread draws from its own PCG stream (`oorandom`), seeded from the
 //! seed and the order in which threads first reach a hook.
 
 use std::cell::Cell;
 use std::time::Duration;
+
+use oorandom::Rand64;
 
 use crate::sync::process::{AtomicU64, AtomicU8, Ordering};
 
@@ -43,7 +45,8 @@ static SEED: AtomicU64 = AtomicU64::new(0);
 static STREAMS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    static RNG: Cell<u64> = const { Cell::new(0) };
+    /// This thread's stream, drawn at its first hook.
+    static RNG: Cell<Option<Rand64>> = const { Cell::new(None) };
 }
 
 /// True when fuzzing is on.
@@ -95,21 +98,15 @@ fn init() -> bool {
 /// The next number of this thread's stream.
 fn next() -> u64 {
     RNG.with(|rng| {
-        let mut x = rng.get();
-        if x == 0 {
-            let stream = STREAMS.fetch_add(1, Ordering::Relaxed) + 1;
-            // splitmix64 of (seed, stream), never zero.
-            let mut z = SEED
-                .load(Ordering::Relaxed)
-                .wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            x = (z ^ (z >> 31)) | 1;
-        }
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        rng.set(x);
+        let mut stream = rng.get().unwrap_or_else(|| {
+            // Relaxed: a counter that only has to hand out distinct numbers.
+            let number = STREAMS.fetch_add(1, Ordering::Relaxed);
+            // One PCG stream per thread: the seed, with the thread's own
+            // increment.
+            Rand64::new_inc(u128::from(SEED.load(Ordering::Relaxed)), u128::from(number))
+        });
+        let x = stream.rand_u64();
+        rng.set(Some(stream));
         x
     })
 }
@@ -117,14 +114,19 @@ fn next() -> u64 {
 /// Called before a task or continuation runs on a worker.
 #[inline(always)]
 pub(crate) fn before_task() {
+    when_on(perturb)
+}
+
+/// Calls `delay` with the thread's next number, when fuzzing is on.
+#[inline(always)]
+fn when_on(delay: fn(u64)) {
     if enabled() {
-        perturb();
+        delay(next());
     }
 }
 
 #[cold]
-fn perturb() {
-    let r = next();
+fn perturb(r: u64) {
     // Only one hook in four perturbs at all: programs with a million tasks
     // per run must stay within a few times their normal speed.
     if r % 4 != 0 {
@@ -152,14 +154,11 @@ fn perturb() {
 /// transitions are where lifecycle races live.
 #[inline(always)]
 pub(crate) fn at_transition() {
-    if enabled() {
-        transition_delay();
-    }
+    when_on(transition_delay)
 }
 
 #[cold]
-fn transition_delay() {
-    let r = next();
+fn transition_delay(r: u64) {
     match r % 4 {
         0 => {}
         1 => std::thread::yield_now(),
@@ -193,7 +192,7 @@ pub(crate) fn continuation_detour() -> Detour {
 
 #[cold]
 fn pick_detour() -> Detour {
-    perturb();
+    perturb(next());
     // Mostly the usual route; a trip through the pool costs a wake-up of
     // another worker (tens of microseconds), so it is rarer.
     match next() % 64 {
