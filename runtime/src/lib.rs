@@ -7,22 +7,22 @@
 //! `make check-layers` and `make test`, checks that order, read from the
 //! `mod` lines of this file, and that no module is in an import cycle).
 //!
-//! - [`sync`]: atomics, locks and parking (`std`, or `loom` under
+//! - `sync`: atomics, locks and parking (`std`, or `loom` under
 //!   `cfg(loom)`), the fork-safe lock, thread-local slots that cost one
 //!   load, the one-line abort for misuse the ABI cannot report, and the
 //!   test-only switches that bring historic bugs back.
-//! - [`base`]: a task to resume once and what made it ready; the three
+//! - `base`: a task to resume once and what made it ready; the three
 //!   object kinds.
-//! - [`probe`]: schedule fuzzing, the trace, the counters, and their clock:
+//! - `probe`: schedule fuzzing, the trace, the counters, and their clock:
 //!   called by the layers above, never calling back; off by default.
-//! - [`object`]: the reference-counted objects (header, completion, token,
+//! - `object`: the reference-counted objects (header, completion, token,
 //!   value, group), their recycling and live counts.
-//! - [`instance`]: a runtime instance (the current one, where tasks go,
+//! - `instance`: a runtime instance (the current one, where tasks go,
 //!   destroy, fork): its configuration, its gate for threads outside its
-//!   pool, and its executor, either [`instance::threads`] (queue, rayon
+//!   pool, and its executor, either `instance::threads` (queue, rayon
 //!   pool, drainers, spares, deques, blocking waits; the protocol in
 //!   `instance/threads/README.md`) or a deterministic schedule
-//!   ([`instance::deterministic`]: one thread runs at a time, chosen by a
+//!   (`instance::deterministic`: one thread runs at a time, chosen by a
 //!   seeded strategy at every scheduling point).
 //! - [`abi`]: the exported C functions, thin adapters over the rest, with
 //!   what tools read ([`introspection`]), the thread-id print, and the init

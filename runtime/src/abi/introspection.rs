@@ -13,6 +13,10 @@ pub struct RuntimeStats {
     pub live_tokens: i64,
     pub live_values: i64,
     pub live_groups: i64,
+    /// Zero exactly when no task is queued or running. Above zero: the
+    /// shared queue's length plus the threads draining it (one each, whatever
+    /// its next-task slot and deque hold), or, under a deterministic
+    /// schedule, the tasks ready or running (docs/introspection-abi.md).
     pub tasks_in_flight: i64,
 }
 

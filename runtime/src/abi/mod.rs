@@ -211,8 +211,9 @@ pub extern "C" fn mlirAsyncRuntimePrintCurrentThreadId() {
 /// Every function that compiled code calls, by its upstream name (the 23
 /// `mlirAsyncRuntim*` exports of the C++ runtime): the one list that the
 /// init hooks put into the engine's symbol map and that
-/// `embed::symbols` hands to embedders. `runtime/tests/symbols.rs` checks
-/// it against `nm -D` of this library and of the C++ runtime.
+/// `embed::symbols` hands to embedders. `runtime/tests/embed.rs`
+/// (`symbols_are_every_function_the_library_exports_for_compiled_code`)
+/// checks it against `nm -D` of this library and of the C++ runtime.
 pub(crate) const EXPORTED: [(&str, *const ()); 23] = [
     ("mlirAsyncRuntimeAddRef", mlirAsyncRuntimeAddRef as *const ()),
     ("mlirAsyncRuntimeDropRef", mlirAsyncRuntimeDropRef as *const ()),
@@ -322,7 +323,8 @@ pub extern "C" fn __mlir_runner_destroy() {
 // ---- introspection (ours; see docs/introspection-abi.md) --------------------
 
 /// # Safety
-/// `out` is null (ignored) or points to writable `RuntimeStats`.
+/// `out` points to writable `RuntimeStats`; a null `out` is misuse, and
+/// aborts with one line naming the call.
 #[no_mangle]
 pub unsafe extern "C" fn rust_mlir_async_runtime_stats(out: *mut RuntimeStats) {
     if out.is_null() {

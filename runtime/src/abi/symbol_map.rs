@@ -86,7 +86,7 @@ enum Probing {
 
 /// The caller's LLVM functions that a `StringMap` insertion needs.
 #[derive(Clone, Copy)]
-pub(crate) struct LlvmStringMap {
+pub(super) struct LlvmStringMap {
     probing: Probing,
     rehash: RehashFn,
     allocate: AllocateFn,
@@ -106,7 +106,7 @@ impl LlvmStringMap {
     ///
     /// # Safety
     /// `handle` is a `dlopen` handle or `RTLD_DEFAULT`.
-    pub(crate) unsafe fn from_handle(handle: *mut c_void) -> Option<LlvmStringMap> {
+    pub(super) unsafe fn from_handle(handle: *mut c_void) -> Option<LlvmStringMap> {
         let sym = |name: &CStr| {
             // SAFETY: `dlsym` with a valid handle and NUL-terminated names.
             let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
@@ -159,7 +159,7 @@ impl LlvmStringMap {
     }
 
     /// True for LLVM 19 and later (the lookup takes the hash).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn takes_hash(&self) -> bool {
         matches!(self.probing, Probing::WithHash { .. })
     }
@@ -198,7 +198,7 @@ impl LlvmStringMap {
     /// # Safety
     /// `map` is a live `StringMap<void *>` of this LLVM, not used by another
     /// thread meanwhile.
-    pub(crate) unsafe fn insert_or_assign(&self, map: *mut c_void, key: &str, value: *const ()) {
+    pub(super) unsafe fn insert_or_assign(&self, map: *mut c_void, key: &str, value: *const ()) {
         let map = map.cast::<StringMapImpl>();
         // SAFETY: per the contract.
         unsafe {
@@ -240,7 +240,7 @@ impl LlvmStringMap {
 
 /// Why the map was left as it was.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum NotFilled {
+pub(super) enum NotFilled {
     /// The map does not look like a `StringMap<void *>`.
     NotAStringMap,
     /// LLVM's functions are not visible in this process.
@@ -272,7 +272,7 @@ unsafe fn plausible(map: *const StringMapImpl) -> bool {
 /// # Safety
 /// `map` is a live `StringMap<void *>` of the LLVM `llvm` came from, used
 /// by no other thread meanwhile.
-pub(crate) unsafe fn fill_with(
+pub(super) unsafe fn fill_with(
     llvm: &LlvmStringMap,
     map: *mut c_void,
     symbols: &[(&'static str, *const ())],
@@ -300,7 +300,7 @@ pub(crate) unsafe fn fill_with(
 ///
 /// # Safety
 /// `map` is the `llvm::StringMap<void *>&` a runner passes to the hook.
-pub(crate) unsafe fn export(map: *mut c_void, symbols: &[(&'static str, *const ())], hook: &str, caller: *const c_void) {
+pub(super) unsafe fn export(map: *mut c_void, symbols: &[(&'static str, *const ())], hook: &str, caller: *const c_void) {
     let result = match LlvmStringMap::of_caller(caller) {
         // SAFETY: forwarded contract.
         Some(llvm) => unsafe { fill_with(&llvm, map, symbols) },

@@ -11,7 +11,7 @@ use crate::instance;
 /// `pthread_t`, like `std::this_thread::get_id()` prints it; under a
 /// deterministic schedule it is the thread's logical number instead (the
 /// order in which threads joined the schedule), the same in every replay.
-pub(crate) fn print_current_thread_id() {
+pub(super) fn print_current_thread_id() {
     let id = instance::logical_thread_id().unwrap_or_else(|| {
         // SAFETY: `pthread_self` has no preconditions.
         unsafe { libc::pthread_self() as u64 }

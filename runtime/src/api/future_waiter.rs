@@ -222,7 +222,7 @@ impl Registration {
 /// One poll of a future awaiting `completion`: ready with the final state,
 /// or pending with `waker` registered (the first time, a node is linked
 /// into `registration`; later, its waker is replaced).
-pub(crate) fn poll_completion(
+pub(super) fn poll_completion(
     completion: &Completion,
     registration: &mut Option<Registration>,
     waker: &Waker,

@@ -7,25 +7,27 @@ use crate::sync::misuse::warn;
 
 /// Environment variable that sets the number of worker threads: how many
 /// tasks run in parallel.
-pub(crate) const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
+pub(super) const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
 
 /// Environment variable that caps the runtime's threads: workers plus the
 /// spare threads that take the place of workers blocked in an `Await*`.
-pub(crate) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
+pub(super) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
 
 /// Environment variable that sets how long an idle spare thread waits for
 /// work before it ends, in milliseconds (default 10 s). Meant for tests
 /// that make spares expire and start again quickly.
-pub(crate) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
+pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
 
 /// The default keep-alive of an idle spare thread.
-pub(crate) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
+pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// The default cap on the runtime's threads.
 pub const DEFAULT_MAX_THREADS: usize = 512;
 
-/// The largest cap accepted: the scheduler counts threads in 15-bit fields.
-pub(crate) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
+/// The largest cap accepted: the scheduler counts threads in 16-bit fields
+/// (`instance/threads/drainers.rs`), and this cap keeps each below half its
+/// range.
+pub(super) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
@@ -40,7 +42,7 @@ pub(crate) struct Config {
 impl Config {
     /// The configuration the environment asks for, with one warning line
     /// per variable that is malformed or out of range.
-    pub(crate) fn from_env() -> Config {
+    pub(super) fn from_env() -> Config {
         let default_workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut config = Config::from_values(
             std::env::var(WORKERS_ENV).ok().as_deref(),
@@ -54,7 +56,7 @@ impl Config {
     }
 
     /// [`Config::from_env`] on given values, reporting through `warn`.
-    pub(crate) fn from_values(
+    pub(super) fn from_values(
         workers: Option<&str>,
         max_threads: Option<&str>,
         default_workers: usize,
@@ -93,7 +95,7 @@ impl Config {
     }
 
     /// Spare threads at most: the cap less the workers.
-    pub(crate) fn max_spares(&self) -> usize {
+    pub(super) fn max_spares(&self) -> usize {
         self.max_threads - self.workers
     }
 }

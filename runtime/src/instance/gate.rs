@@ -14,7 +14,7 @@ use crate::sync::{AtomicUsize, Ordering};
 const CLOSED: usize = 1;
 const INSIDE: usize = 2;
 
-pub(crate) struct Gate {
+pub(super) struct Gate {
     word: AtomicUsize,
 }
 
@@ -36,7 +36,7 @@ impl Gate {
     }
 
     /// Enters, unless the gate is closed.
-    pub(crate) fn enter(&self) -> Option<Inside<'_>> {
+    pub(super) fn enter(&self) -> Option<Inside<'_>> {
         // SeqCst: in one total order with `close`'s `fetch_or`: either this
         // increment comes first, and the closer waits for our leave, or the
         // close comes first, and we see it here.
@@ -52,13 +52,13 @@ impl Gate {
     /// deterministic instance refuses late callers itself (some may be
     /// blocked inside for good), the closed gate only sends the threads
     /// that cached the instance to the next one.
-    pub(crate) fn close(&self) {
+    pub(super) fn close(&self) {
         self.word.fetch_or(CLOSED, Ordering::SeqCst);
     }
 
     /// Closes the gate and waits until every thread that entered before has
     /// left. Threads are inside only for the length of a queue push.
-    pub(crate) fn close_and_wait(&self) {
+    pub(super) fn close_and_wait(&self) {
         self.word.fetch_or(CLOSED, Ordering::SeqCst);
         // Acquire: pairs with the leavers' Release.
         while self.word.load(Ordering::Acquire) != CLOSED {

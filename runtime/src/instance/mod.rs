@@ -24,7 +24,7 @@
 //!   the child (without touching it), so the child's next call starts a
 //!   fresh one, and its destroy hook works.
 //! - An instance runs its tasks on the ordinary multithreaded scheduler,
-//!   or, when a deterministic schedule is selected ([`schedule`]), on the
+//!   or, when a deterministic schedule is selected (`deterministic::spec`), on the
 //!   deterministic executor ([`Deterministic`]). The paths of the ordinary
 //!   scheduler's threads do not look at the mode; the others (a program
 //!   thread queueing a task, blocking waits, completions) dispatch on the

@@ -66,7 +66,7 @@ impl Outcome {
 /// Runs a fired waiter. It receives the node it was registered with and
 /// owns it from then on (a heap node frees itself; a node on a blocked
 /// thread's stack may vanish as soon as the thread is told to go on).
-pub(crate) type FireFn = unsafe fn(*mut Waiter, Outcome);
+pub(super) type FireFn = unsafe fn(*mut Waiter, Outcome);
 
 /// One entry of an object's waiter list. Concrete waiters are
 /// `#[repr(C)]` structs with a `Waiter` first ([`WaiterNode`]), so the
@@ -237,7 +237,7 @@ impl Completion {
     }
 
     /// Called when the object is freed: nothing may still wait on it.
-    pub(crate) fn check_no_waiters(&self, call: &str, kind: &str) {
+    pub(super) fn check_no_waiters(&self, call: &str, kind: &str) {
         // Relaxed: the freeing thread is the only one left with access.
         let word = self.word.load(Ordering::Relaxed);
         if Outcome::decode(word).is_none() && word != PENDING {

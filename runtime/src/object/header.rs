@@ -21,7 +21,7 @@ const DEAD_TAG: u32 = 0xdead_0bec;
 
 /// Frees an object whose last reference was dropped: the kind's own
 /// destructor, given the call that dropped it (for misuse messages).
-pub(crate) type FreeFn = unsafe fn(*mut Header, &str);
+pub(super) type FreeFn = unsafe fn(*mut Header, &str);
 
 #[repr(C)]
 pub struct Header {
@@ -89,7 +89,7 @@ impl Header {
         }
     }
 
-    pub(crate) fn ref_count(&self) -> i64 {
+    pub(super) fn ref_count(&self) -> i64 {
         // Relaxed: a diagnostic snapshot only.
         self.refs.load(Ordering::Relaxed)
     }

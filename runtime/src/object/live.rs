@@ -76,7 +76,7 @@ fn count(kind: Kind, delta: i64) {
     let cell = unsafe { &(*block).0[kind as usize] };
     // Relaxed load and store: only this thread writes its block. A reader
     // after the runtime went idle sees the final values: the task's end
-    // synchronises with `wait_idle` (docs/scheduler.md).
+    // synchronises with `wait_idle` (instance/threads/README.md).
     cell.store(cell.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn object_created(kind: Kind) {
 }
 
 #[inline]
-pub(crate) fn object_freed(kind: Kind) {
+pub(super) fn object_freed(kind: Kind) {
     count(kind, -1);
 }
 

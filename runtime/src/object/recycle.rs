@@ -36,7 +36,7 @@ use crate::sync::tls;
 const GRANULE: usize = 16;
 const CLASSES: usize = 16;
 /// The largest size recycled.
-pub(crate) const MAX_SIZE: usize = GRANULE * CLASSES;
+pub(super) const MAX_SIZE: usize = GRANULE * CLASSES;
 /// Blocks moved between a thread and the depot at once, and per slab.
 const BATCH: usize = 32;
 
@@ -182,7 +182,7 @@ fn new_slab(class: usize) -> FreeList {
 /// Allocates a block for `layout`: from this thread's list, a batch of the
 /// depot, or a new slab; from the global allocator if it is too big or
 /// recycling is off. Null only if the global allocator fails.
-pub(crate) fn alloc(layout: Layout) -> *mut u8 {
+pub(super) fn alloc(layout: Layout) -> *mut u8 {
     let Some(class) = class_of(layout) else {
         // SAFETY: callers never ask for zero bytes (objects have headers).
         return unsafe { std::alloc::alloc(layout) };
@@ -271,7 +271,7 @@ unsafe fn release_to_system(ptr: *mut u8, layout: Layout) {
 }
 
 /// Moves `value` into a recycled block.
-pub(crate) fn boxed<T>(value: T) -> *mut T {
+pub(super) fn boxed<T>(value: T) -> *mut T {
     let layout = Layout::new::<T>();
     let ptr = alloc(layout).cast::<T>();
     if ptr.is_null() {
@@ -286,7 +286,7 @@ pub(crate) fn boxed<T>(value: T) -> *mut T {
 ///
 /// # Safety
 /// `ptr` came from `boxed::<T>` and is not used afterwards.
-pub(crate) unsafe fn unbox<T>(ptr: *mut T) -> T {
+pub(super) unsafe fn unbox<T>(ptr: *mut T) -> T {
     // SAFETY: per the contract, the block holds a `T` we now own.
     let value = unsafe { ptr.read() };
     // SAFETY: the same block and layout.

@@ -27,7 +27,7 @@ pub(crate) fn start() {
 }
 
 /// The time now, in nanoseconds (see the module doc).
-pub(crate) fn now_ns() -> u64 {
+pub(super) fn now_ns() -> u64 {
     // Relaxed: a switch that guards no memory; readings in logical time
     // are made by the one thread that runs, and the tick counter's own
     // modification order keeps them increasing.
@@ -38,7 +38,7 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 /// True once readings were logical in this process.
-pub(crate) fn was_logical() -> bool {
+pub(super) fn was_logical() -> bool {
     EVER_LOGICAL.load(Ordering::Relaxed)
 }
 

@@ -87,7 +87,7 @@ fn add(counter: Counter) {
     update(counter, |n| n + 1);
 }
 
-pub(crate) fn task_ran(origin: Origin, route: Route) {
+pub(super) fn task_ran(origin: Origin, route: Route) {
     add(Counter::TasksExecuted);
     match (origin, route) {
         (Origin::Execute, _) => add(Counter::ExecuteTasks),
@@ -100,7 +100,7 @@ pub(crate) fn queued(in_flight: usize) {
     update(Counter::PeakTasksQueued, |peak| peak.max(in_flight as u64));
 }
 
-pub(crate) fn blocking_wait(in_task: bool) {
+pub(super) fn blocking_wait(in_task: bool) {
     add(Counter::BlockingWaits);
     if in_task {
         add(Counter::BlockingWaitsInTasks);
@@ -134,7 +134,7 @@ pub fn totals() -> Vec<(Counter, &'static str, u64)> {
 }
 
 /// Prints the table on stderr, in one write.
-pub(crate) fn print_table() {
+pub(super) fn print_table() {
     let mut text = String::from("mlir_async_runtime: counters since process start\n");
     for (_, label, value) in totals() {
         text.push_str(&format!("  {label:<26}{value:>12}\n"));

@@ -32,7 +32,7 @@ use oorandom::Rand64;
 use crate::sync::process::{AtomicU64, AtomicU8, Ordering};
 
 /// Environment variable that turns schedule fuzzing on, with its seed.
-pub(crate) const FUZZ_ENV: &str = "MLIR_ASYNC_RUNTIME_FUZZ";
+pub(super) const FUZZ_ENV: &str = "MLIR_ASYNC_RUNTIME_FUZZ";
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;

@@ -31,9 +31,9 @@ pub const STATS_ENV: &str = "MLIR_ASYNC_RUNTIME_STATS";
 /// Bit set once the environment was read.
 const KNOWN: u8 = 0b100;
 /// Bit: the trace is on.
-pub(crate) const TRACE: u8 = 0b001;
+pub(super) const TRACE: u8 = 0b001;
 /// Bit: the counters are on.
-pub(crate) const STATS: u8 = 0b010;
+pub(super) const STATS: u8 = 0b010;
 /// Both off: the value every hook compares against first.
 const OFF: u8 = KNOWN;
 
@@ -90,7 +90,7 @@ fn init() -> u8 {
 
 /// Nanoseconds since the first hook of the process, or logical time
 /// under a deterministic schedule ([`clock`]).
-pub(crate) fn now_ns() -> u64 {
+pub(super) fn now_ns() -> u64 {
     clock::now_ns()
 }
 

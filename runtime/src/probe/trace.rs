@@ -245,7 +245,7 @@ pub fn write_json(out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// Writes the whole trace so far to `path`.
-pub(crate) fn write_file(path: &Path) {
+pub(super) fn write_file(path: &Path) {
     let result = std::fs::File::create(path).and_then(|file| {
         let mut out = std::io::BufWriter::new(file);
         write_json(&mut out)?;

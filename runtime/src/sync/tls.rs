@@ -15,10 +15,10 @@ pub(crate) struct Slots {
     pub(crate) live: Cell<*const ()>,
     /// This thread's recycling free lists (`recycle.rs`).
     pub(crate) recycle: Cell<*const ()>,
-    /// This thread's scheduler state (`scheduler.rs`).
+    /// This thread's scheduler state (`instance/threads/mod.rs`).
     pub(crate) thread_state: Cell<*const ()>,
     /// The scheduler whose drain loop runs on this thread, null elsewhere
-    /// (`scheduler.rs`). A plain value, not owned by a thread-local, so it
+    /// (`instance/threads/mod.rs`). A plain value, not owned by a thread-local, so it
     /// stays right while the thread's thread-locals are destroyed: glibc's
     /// `exit` destroys the calling thread's before it runs the `atexit`
     /// handlers, which must still tell a runtime thread from another.

@@ -71,7 +71,7 @@ use crate::sync::process::{lock, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGu
 /// How long nothing may change while every agent is blocked before the
 /// run is reported as deadlocked: a thread the program started itself may
 /// still complete what they wait for (see the module doc).
-pub(crate) const DEADLOCK_GRACE: Duration = Duration::from_secs(2);
+pub(super) const DEADLOCK_GRACE: Duration = Duration::from_secs(2);
 
 /// How long the destroy hook waits for tasks in flight before it says so.
 const DRAIN_REPORT_AFTER: Duration = Duration::from_secs(5);
@@ -94,7 +94,7 @@ pub(crate) fn enabled() -> bool {
 
 /// Steps (decisions between two or more candidates) of the last
 /// deterministic instance destroyed.
-pub(crate) fn last_steps() -> u64 {
+pub(super) fn last_steps() -> u64 {
     LAST_STEPS.load(Ordering::Relaxed)
 }
 
@@ -235,14 +235,14 @@ thread_local! {
 }
 
 /// True on a worker thread of a deterministic instance.
-pub(crate) fn on_worker_thread() -> bool {
+pub(super) fn on_worker_thread() -> bool {
     WORKER.with(Cell::get)
 }
 
 /// Forgets this thread's registration without touching its executor (a
 /// forked child, where that executor's lock may be held by a thread that
 /// does not exist).
-pub(crate) fn forget_thread_registration() {
+pub(super) fn forget_thread_registration() {
     let _ = REGISTERED.try_with(|r| {
         if let Ok(mut r) = r.try_borrow_mut() {
             std::mem::forget(r.take());
@@ -252,7 +252,7 @@ pub(crate) fn forget_thread_registration() {
 
 /// The destroy hook closed the executor: go to the current instance.
 #[derive(Debug)]
-pub(crate) struct Closed;
+pub(super) struct Closed;
 
 /// What the agent making a decision does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,7 +268,7 @@ enum After {
 }
 
 /// One deterministic runtime instance.
-pub(crate) struct Deterministic {
+pub(super) struct Deterministic {
     id: u64,
     spec: Spec,
     config: Config,
@@ -280,7 +280,7 @@ pub(crate) struct Deterministic {
 
 /// An agent's turn across a runtime call (a completion and the waiters it
 /// fires): a guest gives the baton back when it ends.
-pub(crate) struct Turn {
+pub(super) struct Turn {
     executor: Arc<Deterministic>,
     me: AgentId,
 }
@@ -335,7 +335,7 @@ impl Deterministic {
     }
 
     /// Decisions so far between two or more candidates.
-    pub(crate) fn steps(&self) -> u64 {
+    pub(super) fn steps(&self) -> u64 {
         lock(&self.state).strategy.steps()
     }
 
@@ -360,7 +360,7 @@ impl Deterministic {
 
     /// A scheduling point before a completion: the turn lasts until the
     /// returned guard drops (after the completion fired its waiters).
-    pub(crate) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
+    pub(super) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
         let (st, me) = self.enter()?;
         drop(self.decide_and_wait(st, me, After::GoesOn));
         Ok(Turn { executor: self, me })
@@ -410,7 +410,7 @@ impl Deterministic {
 
     /// The destroy hook's part: waits for idleness and closes the executor
     /// in the same step, then joins its threads.
-    pub(crate) fn close(&self) {
+    pub(super) fn close(&self) {
         if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
             warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
             self.wait_idle_then(None, true);

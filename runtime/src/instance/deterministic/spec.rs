@@ -16,15 +16,15 @@ use crate::sync::misuse::warn;
 use crate::sync::process::{ForkSafeLock, OnceLock};
 
 /// Environment variable that selects a deterministic schedule.
-pub(crate) const SCHEDULE_ENV: &str = "MLIR_ASYNC_RUNTIME_SCHEDULE";
+pub(super) const SCHEDULE_ENV: &str = "MLIR_ASYNC_RUNTIME_SCHEDULE";
 
 /// PCT's bug depth when the spec does not give one.
-pub(crate) const DEFAULT_DEPTH: u32 = 3;
+pub(super) const DEFAULT_DEPTH: u32 = 3;
 /// PCT's expected number of scheduling steps when the spec does not give
 /// one: the change points are drawn from `1..=steps`.
-pub(crate) const DEFAULT_STEPS: u64 = 1000;
+pub(super) const DEFAULT_STEPS: u64 = 1000;
 /// The largest depth accepted (a change point per level).
-pub(crate) const MAX_DEPTH: u32 = 1000;
+pub(super) const MAX_DEPTH: u32 = 1000;
 
 /// How the deterministic executor chooses what runs next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

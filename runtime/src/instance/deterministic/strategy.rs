@@ -35,11 +35,11 @@ use crate::instance::deterministic::spec::{Policy, Spec};
 
 /// A schedulable strand (see the module doc), numbered from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Strand(pub(crate) u64);
+pub(super) struct Strand(pub(crate) u64);
 
 /// Where a ready strand waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Waiting {
+pub(super) enum Waiting {
     /// It has a thread: a program thread, or a task that started.
     OnThread,
     /// A task that needs a worker thread to start.
@@ -48,7 +48,7 @@ pub(crate) enum Waiting {
 
 /// What a decision picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Choice {
+pub(super) enum Choice {
     /// The strand that ran goes on.
     Current,
     /// A ready strand (taken out of the ready set), and where it waited.
@@ -91,7 +91,7 @@ struct Pct {
 }
 
 /// A seeded strategy and the ready set it chooses from.
-pub(crate) struct Strategy {
+pub(super) struct Strategy {
     rng: Rand64,
     pct: Option<Pct>,
     on_thread: Pool,
@@ -132,7 +132,7 @@ impl Strategy {
     }
 
     /// A new strand, with its priority under PCT.
-    pub(crate) fn new_strand(&mut self) -> Strand {
+    pub(super) fn new_strand(&mut self) -> Strand {
         let strand = Strand(self.next_strand);
         self.next_strand += 1;
         if let Some(pct) = &mut self.pct {
@@ -143,7 +143,7 @@ impl Strategy {
     }
 
     /// Forgets a strand that ended.
-    pub(crate) fn retire(&mut self, strand: Strand) {
+    pub(super) fn retire(&mut self, strand: Strand) {
         if let Some(pct) = &mut self.pct {
             pct.keys.remove(&strand);
         }
@@ -167,7 +167,7 @@ impl Strategy {
     }
 
     /// Ready strands that wait for a worker thread.
-    pub(crate) fn ready_for_thread(&self) -> usize {
+    pub(super) fn ready_for_thread(&self) -> usize {
         self.for_thread.len()
     }
 
@@ -180,7 +180,7 @@ impl Strategy {
     /// it can go on), the ready strands with a thread, and, if
     /// `tasks_can_start`, the ready tasks without one. `last` is the strand
     /// that ran (PCT lowers it at a change point), runnable or not.
-    pub(crate) fn choose(&mut self, current: Option<Strand>, last: Option<Strand>, tasks_can_start: bool) -> Choice {
+    pub(super) fn choose(&mut self, current: Option<Strand>, last: Option<Strand>, tasks_can_start: bool) -> Choice {
         let n_current = usize::from(current.is_some());
         let n_on = self.on_thread.len();
         let n_for = if tasks_can_start { self.for_thread.len() } else { 0 };

@@ -7,7 +7,7 @@
 //! Every runtime thread of a scheduler (pool threads and spares) has one
 //! slot in the registry: pool threads the slot of their rayon index, spares
 //! the slot after those that their spare number gives (unique among the
-//! spares alive, `src/spares.rs`). A thread registers its deque when it
+//! spares alive, `spares.rs`). A thread registers its deque when it
 //! first drains; a slot whose thread ended keeps that thread's (empty)
 //! deque's stealer until the next thread of the slot registers its own.
 //! Nothing here is touched when a thread exits, so a thread's exit never
@@ -19,7 +19,7 @@ use crate::base::task::Task;
 use crate::sync::process::{AtomicUsize, Ordering};
 use crate::sync::{lock, Mutex};
 
-pub(crate) struct Deques {
+pub(super) struct Deques {
     /// One stealer per thread slot; `None` until a thread drains there.
     stealers: Box<[Mutex<Option<Stealer<Task>>>]>,
     /// One past the highest slot ever registered: thieves look no further.
@@ -44,7 +44,7 @@ impl Deques {
 
     /// Steals a batch of tasks from another thread's deque into `local`
     /// and returns one of them; `me` is the thief's own slot.
-    pub(crate) fn steal(&self, local: &Worker<Task>, me: usize) -> Option<Task> {
+    pub(super) fn steal(&self, local: &Worker<Task>, me: usize) -> Option<Task> {
         let n = self.high.load(Ordering::Relaxed).max(me + 1);
         for offset in 1..n {
             let slot = (me + offset) % n;

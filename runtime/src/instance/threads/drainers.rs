@@ -1,7 +1,7 @@
 //! Who runs the queue: one atomic word that counts the threads draining the
 //! scheduler's queue, the run permits they hold, and the threads blocked in
-//! an `Await*` inside a task. `docs/scheduler.md` describes the protocol
-//! built on it; `src/scheduler.rs` follows it, and the loom models at the
+//! an `Await*` inside a task. `README.md` beside this file describes the protocol
+//! built on it; `mod.rs` follows it, and the loom models at the
 //! end of this file check it.
 //!
 //! ```text
@@ -20,7 +20,7 @@
 //! Every transition is one read-modify-write of the word, `SeqCst`, so the
 //! producer's check after a push (a `SeqCst` fence, then a load) and the
 //! leaving drainer's check of the queue (after its `SeqCst` update) cannot
-//! both miss each other: see "no lost wake-up" in docs/scheduler.md.
+//! both miss each other: see "no lost wake-up" in README.md beside this file.
 
 use crate::sync::{fence, AtomicU64, Ordering};
 
@@ -33,7 +33,7 @@ const BLOCKED: u64 = 1 << (3 * FIELD_BITS);
 
 /// The two kinds of drainers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DrainerKind {
+pub(super) enum DrainerKind {
     /// A job on the rayon pool (the usual executor).
     PoolJob,
     /// A spare thread, started when every pool thread is taken.
@@ -51,16 +51,16 @@ impl DrainerKind {
 
 /// A copy of the word, with named fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Snapshot(u64);
+pub(super) struct Snapshot(u64);
 
 impl Snapshot {
     fn field(self, unit: u64) -> usize {
         ((self.0 / unit) & FIELD_MASK) as usize
     }
-    pub(crate) fn permits(self) -> usize {
+    pub(super) fn permits(self) -> usize {
         self.field(PERMIT)
     }
-    pub(crate) fn pool_jobs(self) -> usize {
+    pub(super) fn pool_jobs(self) -> usize {
         self.field(POOL_JOB)
     }
     pub(crate) fn spares(self) -> usize {
@@ -78,7 +78,7 @@ impl Snapshot {
 /// What a drainer that just left (or blocked) must do next.
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AfterLeave {
+pub(super) enum AfterLeave {
     /// Tasks wait in the queue: start the drainer this says.
     Start(Start),
     /// No drainer is left and the queue is empty: wake idle waiters.
@@ -90,7 +90,7 @@ pub(crate) enum AfterLeave {
 /// What [`Drainers::try_start`] decided.
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Start {
+pub(super) enum Start {
     /// Every permit is taken: the drainers running will get to the task.
     NotNeeded,
     /// A permit was taken for a new drain job: spawn it on the pool.
@@ -100,7 +100,7 @@ pub(crate) enum Start {
     Spare,
 }
 
-pub(crate) struct Drainers {
+pub(super) struct Drainers {
     word: AtomicU64,
     /// The number of permits: the pool's threads.
     workers: u64,
@@ -112,7 +112,7 @@ impl Drainers {
         Drainers { word: AtomicU64::new(0), workers: workers as u64 }
     }
 
-    pub(crate) fn snapshot(&self) -> Snapshot {
+    pub(super) fn snapshot(&self) -> Snapshot {
         Snapshot(self.word.load(Ordering::SeqCst))
     }
 
@@ -123,7 +123,7 @@ impl Drainers {
 
     /// Called right after a task was pushed onto the queue: starts a
     /// drainer if a permit is free.
-    pub(crate) fn after_push(&self) -> Start {
+    pub(super) fn after_push(&self) -> Start {
         // SeqCst fence: orders the push before the load of the word; a
         // leaving drainer orders its update before its look at the queue
         // (`after_leave`). One of the two sees the other.
@@ -134,7 +134,7 @@ impl Drainers {
     /// Called after a drainer left, blocked, or failed to start, with the
     /// word its update returned: a task pushed meanwhile must not be
     /// stranded, and idle waiters must hear of idleness.
-    pub(crate) fn after_leave(&self, after: Snapshot, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
+    pub(super) fn after_leave(&self, after: Snapshot, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
         // The SeqCst update that returned `after` came first; see
         // `after_push` for the other side.
         fence(Ordering::SeqCst);
@@ -160,7 +160,7 @@ impl Drainers {
 
     /// Takes a permit for a new drainer if one is free: on the pool while
     /// one of its threads is not in a drain job, otherwise a spare.
-    pub(crate) fn try_start(&self) -> Start {
+    pub(super) fn try_start(&self) -> Start {
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
         // two sees the other" arguments rely on one total order of the
@@ -184,13 +184,13 @@ impl Drainers {
 
     /// Undoes a [`Start::Spare`] whose thread could not be started (the
     /// thread cap): the permit and the spare go back.
-    pub(crate) fn spare_failed(&self) -> Snapshot {
+    pub(super) fn spare_failed(&self) -> Snapshot {
         self.update(|w| w - PERMIT - SPARE)
     }
 
     /// A drainer without a permit (its task blocked and went on) takes one
     /// again to keep draining; false when all are taken.
-    pub(crate) fn try_reacquire(&self) -> bool {
+    pub(super) fn try_reacquire(&self) -> bool {
         // SeqCst: see `try_start`.
         let taken = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
             ((Snapshot(current).permits() as u64) < self.workers).then_some(current + PERMIT)
@@ -213,7 +213,7 @@ impl Drainers {
     }
 
     /// The blocked thread goes on with its task (without a permit).
-    pub(crate) fn unblock(&self) -> Snapshot {
+    pub(super) fn unblock(&self) -> Snapshot {
         self.update(|w| w - BLOCKED)
     }
 

@@ -1,7 +1,8 @@
 //! The scheduler of one runtime instance: its task queue, the rayon pool
 //! whose jobs drain it, the spare threads that stand in for blocked ones,
 //! and the accounting that lets the destroy hook wait until all of it is
-//! done. `docs/scheduler.md` describes the protocol; this file follows it.
+//! done. `README.md` beside this file describes the protocol; this file follows
+//! it.
 //!
 //! - Every ready task goes to the queue (an unbounded lock-free injector,
 //!   tasks stored by value), or, when a runtime thread makes a continuation
@@ -45,7 +46,7 @@ use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
-pub(crate) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+pub(super) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long an idle drainer keeps looking for work before it leaves: a
 /// producer often pushes the next task within microseconds, and a drainer
@@ -167,7 +168,7 @@ pub(crate) fn on_runtime_thread() -> bool {
 /// if any, to its scheduler's queue, where any drainer can take them.
 /// Called before this thread blocks: one of them may be the task that ends
 /// the wait.
-pub(crate) fn release_local_tasks() {
+pub(super) fn release_local_tasks() {
     if let Some(scheduler) = current() {
         scheduler.release_local_tasks();
     }
@@ -175,7 +176,7 @@ pub(crate) fn release_local_tasks() {
 
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
-pub(crate) fn forget_thread_context() {
+pub(super) fn forget_thread_context() {
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
@@ -254,7 +255,7 @@ impl Scheduler {
     /// spawned task back until it returns; every earlier one was pushed to
     /// the deque by the next. A task that blocks in an `Await*` first moves
     /// the slot's task to the queue ([`Blocked::begin`]).
-    pub(crate) fn push_local(&self, task: Task) {
+    pub(super) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
             fuzz::Detour::Pool => return self.push(task),
@@ -415,7 +416,7 @@ impl Scheduler {
             None => self.drainers.leave(DrainerKind::PoolJob, holds_permit),
             // The spare can take a job again before it stops counting as
             // a drainer: a start refused at the cap meanwhile strands
-            // nothing (`src/spares.rs`).
+            // nothing (`spares.rs`).
             Some(spare) => spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, holds_permit)),
         };
         fuzz::at_transition();
@@ -434,11 +435,13 @@ impl Scheduler {
     // ---- idleness and shutdown ----------------------------------------------
 
     /// True when no task is queued or running.
-    pub(crate) fn is_idle(&self) -> bool {
+    pub(super) fn is_idle(&self) -> bool {
         self.drainers.snapshot().drainers() == 0 && self.queue.is_empty()
     }
 
-    /// Tasks queued or running now (running: counted by their threads).
+    /// Zero exactly when no task is queued or running; else the shared
+    /// queue's length plus the drainers, each counted once whatever it runs,
+    /// awaits or holds in its slot and deque (docs/introspection-abi.md).
     pub(crate) fn tasks_in_flight(&self) -> usize {
         self.queue.len() + self.drainers.snapshot().drainers()
     }
@@ -462,7 +465,7 @@ impl Scheduler {
     /// this scheduler runs after this returns. The caller drained the
     /// scheduler and guarantees that nothing queues tasks here any more
     /// (the instance's gate is closed).
-    pub(crate) fn join_threads(&self) {
+    pub(super) fn join_threads(&self) {
         // Dropping the pool lets its threads leave once their queues are
         // empty (they are: idle); joining them means none runs anything
         // after this function returns.
@@ -484,7 +487,7 @@ impl Scheduler {
 
 /// A runtime thread blocked inside a task, from [`Blocked::begin`] to its
 /// drop: it holds no permit meanwhile, so another drainer takes its place.
-pub(crate) struct Blocked<'a> {
+pub(super) struct Blocked<'a> {
     scheduler: &'a Scheduler,
     /// This thread found the pool stuck at its last check.
     stuck_before: bool,
@@ -493,7 +496,7 @@ pub(crate) struct Blocked<'a> {
 impl<'a> Blocked<'a> {
     /// Called by a thread about to block: on a runtime thread, hands its
     /// place over and returns the guard; elsewhere returns `None`.
-    pub(crate) fn begin() -> Option<Blocked<'a>> {
+    pub(super) fn begin() -> Option<Blocked<'a>> {
         let scheduler = current()?;
         scheduler.release_local_tasks();
         let holds_permit = with_state(|s| s.holds_permit.replace(false));
@@ -505,7 +508,7 @@ impl<'a> Blocked<'a> {
     /// Called every [`STUCK_CHECK_INTERVAL`] while blocked: if every
     /// runtime thread is blocked, tasks wait in the queue and the cap kept
     /// a spare from starting, twice in a row, says so once on stderr.
-    pub(crate) fn check_stuck(&mut self) {
+    pub(super) fn check_stuck(&mut self) {
         let s = self.scheduler;
         let snapshot = s.drainers.snapshot();
         // Read from the spares, not kept in a flag: a flag set by the

@@ -3,7 +3,7 @@
 //! a while without work or when the instance shuts down.
 //!
 //! This module only runs jobs on threads; the scheduler decides when a
-//! spare is needed (`src/drainers.rs`) and what it runs (its drain loop).
+//! spare is needed (`drainers.rs`) and what it runs (its drain loop).
 //!
 //! Three rules keep a spare's life consistent with the scheduler's counts:
 //! - A job announces that its thread is about to become idle
@@ -26,17 +26,17 @@ use crate::sync::thread::{self, Builder, JoinHandle, Thread};
 use crate::sync::{lock, Mutex};
 
 /// A job for a spare thread; it is told which thread runs it.
-pub(crate) type Job = Box<dyn FnOnce(&SpareThread) + Send>;
+pub(super) type Job = Box<dyn FnOnce(&SpareThread) + Send>;
 
 /// Starts a named thread running `main` (the OS may refuse).
-pub(crate) type SpawnFn = fn(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>;
+pub(super) type SpawnFn = fn(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>;
 
 /// Stack size of every runtime thread: compiled code may nest deeply within
 /// one task; match the main thread's usual 8 MiB (reserved, not committed).
 pub(crate) const STACK_SIZE: usize = 8 << 20;
 
 /// What a job knows of the spare thread that runs it.
-pub(crate) struct SpareThread {
+pub(super) struct SpareThread {
     spares: Arc<Spares>,
     slot: usize,
     /// The running job announced this thread idle ([`Self::before_leaving`]).
@@ -69,7 +69,7 @@ struct State {
 }
 
 /// The spare threads of one runtime instance.
-pub(crate) struct Spares {
+pub(super) struct Spares {
     state: Mutex<State>,
     max: usize,
     /// A spare that waits this long without work ends.
@@ -80,10 +80,10 @@ pub(crate) struct Spares {
 /// [`Spares::run`] could not start a thread: the cap is reached, the
 /// spares are shutting down, or the OS refused a thread.
 #[derive(Debug)]
-pub(crate) struct AtCap;
+pub(super) struct AtCap;
 
 /// Starts a runtime thread with the runtime's stack size.
-pub(crate) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
     Builder::new().name(name).stack_size(STACK_SIZE).spawn(main)
 }
 
@@ -95,7 +95,7 @@ impl Spares {
     }
 
     /// [`Spares::new`], starting threads with `spawn`.
-    pub(crate) fn with_spawn(max: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Spares> {
+    pub(super) fn with_spawn(max: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Spares> {
         Arc::new(Spares {
             state: Mutex::new(State {
                 idle: Vec::new(),
@@ -161,7 +161,7 @@ impl Spares {
 
     /// Every spare the cap allows is alive: [`Spares::run`] starts no new
     /// one (it may still hand a job to an idle one).
-    pub(crate) fn at_cap(&self) -> bool {
+    pub(super) fn at_cap(&self) -> bool {
         lock(&self.state).alive >= self.max
     }
 
@@ -261,7 +261,7 @@ impl SpareThread {
     /// once this thread can take a new job: from the moment the scheduler
     /// stops counting it, [`Spares::run`] finds it idle. A job handed over
     /// before this job returns runs right after it.
-    pub(crate) fn before_leaving<R>(&self, leave: impl FnOnce() -> R) -> R {
+    pub(super) fn before_leaving<R>(&self, leave: impl FnOnce() -> R) -> R {
         if !self.announced.replace(true) {
             lock(&self.spares.state).idle.push(self.slot);
         }
