@@ -33,13 +33,9 @@ type Resume = Option<ResumeFn>;
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeAddRef(obj: *mut c_void, count: i64) {
     const CALL: &str = "mlirAsyncRuntimeAddRef";
-    let header = obj.cast::<Header>();
     // SAFETY: the caller's reference keeps the object alive; the kind check
     // rejects null and foreign pointers.
-    unsafe {
-        Header::check_live(header, CALL);
-        (*header).add_ref(count, CALL);
-    }
+    unsafe { (*checked_header(obj, CALL)).add_ref(count, CALL) };
 }
 
 /// # Safety
@@ -48,12 +44,21 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAddRef(obj: *mut c_void, count: i64) {
 #[no_mangle]
 pub unsafe extern "C" fn mlirAsyncRuntimeDropRef(obj: *mut c_void, count: i64) {
     const CALL: &str = "mlirAsyncRuntimeDropRef";
-    let header = obj.cast::<Header>();
     // SAFETY: as above; `drop_ref` is the caller's last use.
-    unsafe {
-        Header::check_live(header, CALL);
-        Header::drop_ref(header, count, CALL);
-    }
+    unsafe { Header::drop_ref(checked_header(obj, CALL), count, CALL) };
+}
+
+/// The header of the object `obj`, checked to be a live token, value or
+/// group (aborts naming `call` otherwise).
+///
+/// # Safety
+/// `obj` is null or points to readable memory of at least a header.
+#[inline(always)]
+unsafe fn checked_header(obj: *mut c_void, call: &str) -> *mut Header {
+    let header = obj.cast::<Header>();
+    // SAFETY: forwarded contract.
+    unsafe { Header::check_live(header, call) };
+    header
 }
 
 // ---- creation -----------------------------------------------------------

@@ -66,6 +66,7 @@ impl GroupWaiter {
     }
 }
 
+free_boxed!(Group);
 object_basics!(Group, Kind::Group);
 
 impl Group {
@@ -184,18 +185,5 @@ impl Group {
         }
     }
 
-    /// The header's free function.
-    ///
-    /// # Safety
-    /// `this` is a group with no reference left, freed once.
-    unsafe fn free(this: *mut Header, call: &str) {
-        let this = this.cast::<Group>();
-        // SAFETY: we own the group, allocated by `create` (`boxed`).
-        unsafe {
-            (*this).completion.check_no_waiters(call, "group");
-            drop(recycle::unbox(this));
-        }
-        live::object_freed(Kind::Group);
-    }
 }
 

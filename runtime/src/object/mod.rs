@@ -48,6 +48,31 @@ macro_rules! object_basics {
     };
 }
 
+/// The header's free function of a kind that `recycle::boxed` allocated
+/// (a token, a group): checks that no waiter is left, frees the block, and
+/// counts the object gone.
+macro_rules! free_boxed {
+    ($ty:ident) => {
+        impl $ty {
+            /// The header's free function.
+            ///
+            /// # Safety
+            /// `this` is an object of this kind with no reference left,
+            /// freed once.
+            unsafe fn free(this: *mut $crate::object::header::Header, call: &str) {
+                let kind = <$ty as $crate::object::header::RuntimeObject>::KIND;
+                let this = this.cast::<$ty>();
+                // SAFETY: we own the object, allocated by `create` (`boxed`).
+                unsafe {
+                    (*this).completion.check_no_waiters(call, kind.name());
+                    drop($crate::object::recycle::unbox(this));
+                }
+                $crate::object::live::object_freed(kind);
+            }
+        }
+    };
+}
+
 pub(crate) mod completion;
 pub(crate) mod group;
 pub(crate) mod header;

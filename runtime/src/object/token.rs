@@ -14,6 +14,7 @@ pub struct Token {
     completion: Completion,
 }
 
+free_boxed!(Token);
 object_basics!(Token, Kind::Token, produced);
 
 impl Token {
@@ -27,19 +28,5 @@ impl Token {
         });
         // SAFETY: `boxed` never returns null.
         unsafe { NonNull::new_unchecked(token) }
-    }
-
-    /// The header's free function.
-    ///
-    /// # Safety
-    /// `this` is a token with no reference left, freed once.
-    unsafe fn free(this: *mut Header, call: &str) {
-        let this = this.cast::<Token>();
-        // SAFETY: we own the token, allocated by `create` (`boxed`).
-        unsafe {
-            (*this).completion.check_no_waiters(call, "token");
-            drop(recycle::unbox(this));
-        }
-        live::object_freed(Kind::Token);
     }
 }
