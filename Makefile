@@ -114,4 +114,9 @@ lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
 check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reaches every recipe, no network but the set-up, no unused dependency (make test)
 	@bash scripts/check-make.sh
 
+check-layers: ## the runtime's layers: each module imports only from its layer and those lib.rs declares before it, no import cycle (make test)
+	@$(PYTHON) scripts/check-layers.py runtime/src
+test: check-layers
+.PHONY: check-layers
+
 -include mk/*.mk

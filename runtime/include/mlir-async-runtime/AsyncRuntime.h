@@ -138,7 +138,7 @@ typedef struct {
   int64_t live_tokens;     /* tokens created and not yet freed */
   int64_t live_values;     /* values created and not yet freed */
   int64_t live_groups;     /* groups created and not yet freed */
-  int64_t tasks_in_flight; /* tasks queued or running */
+  int64_t tasks_in_flight; /* 0 exactly when no task is queued or running (docs/introspection-abi.md) */
 } RustMlirAsyncRuntimeStats;
 
 /* Fills *out with a snapshot. Never creates the runtime. Any thread. */

@@ -1,0 +1,177 @@
+//! The runtime's configuration, read from the environment when an instance
+//! starts: the number of workers and the cap on threads.
+
+use std::time::Duration;
+
+use crate::sync::misuse::warn;
+
+/// Environment variable that sets the number of worker threads: how many
+/// tasks run in parallel.
+pub(super) const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
+
+/// Environment variable that caps the runtime's threads: workers plus the
+/// spare threads that take the place of workers blocked in an `Await*`.
+pub(super) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
+
+/// Environment variable that sets how long an idle spare thread waits for
+/// work before it ends, in milliseconds (default 10 s). Meant for tests
+/// that make spares expire and start again quickly.
+pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
+
+/// The default keep-alive of an idle spare thread.
+pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// The default cap on the runtime's threads.
+pub const DEFAULT_MAX_THREADS: usize = 512;
+
+/// The largest cap accepted: the scheduler counts threads in 16-bit fields
+/// (`instance/threads/drainers.rs`), and this cap keeps each below half its
+/// range.
+pub(super) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// Tasks that run in parallel: the rayon pool's size.
+    pub(crate) workers: usize,
+    /// Threads at most, workers included.
+    pub(crate) max_threads: usize,
+    /// How long an idle spare thread waits for work before it ends.
+    pub(crate) spare_keep_alive: Duration,
+}
+
+impl Config {
+    /// The configuration the environment asks for, with one warning line
+    /// per variable that is malformed or out of range.
+    pub(super) fn from_env() -> Config {
+        let default_workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut config = Config::from_values(
+            std::env::var(WORKERS_ENV).ok().as_deref(),
+            std::env::var(MAX_THREADS_ENV).ok().as_deref(),
+            default_workers,
+            &mut |line| warn(line),
+        );
+        config.spare_keep_alive =
+            spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
+        config
+    }
+
+    /// [`Config::from_env`] on given values, reporting through `warn`.
+    pub(super) fn from_values(
+        workers: Option<&str>,
+        max_threads: Option<&str>,
+        default_workers: usize,
+        warn: &mut dyn FnMut(&str),
+    ) -> Config {
+        let mut max = DEFAULT_MAX_THREADS;
+        if let Some(text) = max_threads {
+            match text.trim().parse::<usize>() {
+                Ok(n) if (1..=HARD_MAX_THREADS).contains(&n) => max = n,
+                Ok(n) if n > HARD_MAX_THREADS => {
+                    warn(&format!("{MAX_THREADS_ENV}={n} is above the largest cap {HARD_MAX_THREADS}; using {HARD_MAX_THREADS}"));
+                    max = HARD_MAX_THREADS;
+                }
+                _ => warn(&format!(
+                    "ignoring {MAX_THREADS_ENV}={text:?}: expected a positive integer; using {DEFAULT_MAX_THREADS}"
+                )),
+            }
+        }
+        let default_workers = default_workers.clamp(1, max);
+        let mut count = default_workers;
+        if let Some(text) = workers {
+            match text.trim().parse::<usize>() {
+                Ok(n) if n > max => {
+                    warn(&format!(
+                        "{WORKERS_ENV}={n} is above the thread cap {max} ({MAX_THREADS_ENV}); using {max} workers"
+                    ));
+                    count = max;
+                }
+                Ok(n) if n > 0 => count = n,
+                _ => warn(&format!(
+                    "ignoring {WORKERS_ENV}={text:?}: expected a positive integer; using {default_workers} workers"
+                )),
+            }
+        }
+        Config { workers: count, max_threads: max, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }
+    }
+
+    /// Spare threads at most: the cap less the workers.
+    pub(super) fn max_spares(&self) -> usize {
+        self.max_threads - self.workers
+    }
+}
+
+/// The spares' keep-alive from `text` (milliseconds), with one warning line
+/// if it is malformed.
+fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration {
+    let Some(text) = text else { return DEFAULT_SPARE_KEEP_ALIVE };
+    match text.trim().parse::<u64>() {
+        Ok(ms) => Duration::from_millis(ms),
+        Err(_) => {
+            warn(&format!(
+                "ignoring {SPARE_KEEP_ALIVE_ENV}={text:?}: expected milliseconds; using {} ms",
+                DEFAULT_SPARE_KEEP_ALIVE.as_millis()
+            ));
+            DEFAULT_SPARE_KEEP_ALIVE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(workers: Option<&str>, max: Option<&str>) -> (Config, Vec<String>) {
+        let mut lines = Vec::new();
+        let config = Config::from_values(workers, max, 2, &mut |l| lines.push(l.to_string()));
+        (config, lines)
+    }
+
+    #[test]
+    fn defaults_to_the_machine_and_the_default_cap() {
+        assert_eq!(config(None, None), (Config { workers: 2, max_threads: DEFAULT_MAX_THREADS, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }, vec![]));
+    }
+
+    #[test]
+    fn takes_valid_values() {
+        let c = config(Some(" 3 "), Some("40")).0;
+        assert_eq!((c.workers, c.max_threads), (3, 40));
+    }
+
+    #[test]
+    fn caps_workers_at_the_thread_cap_with_one_warning() {
+        let (c, lines) = config(Some("100000"), None);
+        assert_eq!(c.workers, DEFAULT_MAX_THREADS);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains(WORKERS_ENV) && lines[0].contains(MAX_THREADS_ENV), "{lines:?}");
+    }
+
+    #[test]
+    fn rejects_malformed_values_with_a_warning_each() {
+        let (c, lines) = config(Some("0"), Some("many"));
+        assert_eq!((c.workers, c.max_threads), (2, DEFAULT_MAX_THREADS));
+        assert_eq!(lines.len(), 2, "{lines:?}");
+    }
+
+    #[test]
+    fn caps_the_cap() {
+        let (c, lines) = config(None, Some("1000000"));
+        assert_eq!(c.max_threads, HARD_MAX_THREADS);
+        assert_eq!(lines.len(), 1);
+    }
+
+    #[test]
+    fn a_cap_below_the_default_workers_lowers_them() {
+        let c = config(None, Some("1")).0;
+        assert_eq!((c.workers, c.max_threads), (1, 1));
+    }
+
+    #[test]
+    fn reads_the_spares_keep_alive_in_milliseconds() {
+        let mut lines = Vec::new();
+        assert_eq!(spare_keep_alive(Some("7"), &mut |l| lines.push(l.to_string())), Duration::from_millis(7));
+        assert_eq!(spare_keep_alive(None, &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
+        assert!(lines.is_empty());
+        assert_eq!(spare_keep_alive(Some("soon"), &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
+        assert_eq!(lines.len(), 1);
+    }
+}

@@ -1,0 +1,786 @@
+//! The deterministic executor: a runtime instance in which a run's whole
+//! interleaving is a function of its seed (`MLIR_ASYNC_RUNTIME_SCHEDULE`,
+//! [`crate::instance::deterministic::spec`]; docs/exploration.md).
+//!
+//! **Agents.** Every thread that runs the program's code on behalf of this
+//! instance is an agent: the program threads that call into the runtime
+//! (registered at their first call that needs a turn), and the worker
+//! threads that run tasks (started on demand, up to the thread cap, and
+//! reused). Exactly one agent holds *the baton* and runs; every other one
+//! sleeps on its own condition variable until it is handed the baton. All
+//! of the executor's state is behind one mutex, taken only for the length
+//! of a decision.
+//!
+//! **Scheduling points.** At `mlirAsyncRuntimeExecute`, a continuation made
+//! ready, a blocking await (also of an object already complete), the
+//! completion of a token or value, and a task's return, the agent holding
+//! the baton asks the [`Strategy`] what runs next: itself (if it can go
+//! on), a ready agent (a program thread, or a task parked at a scheduling
+//! point or woken from an await), or a ready task not started yet, which
+//! goes to a worker thread: the one whose task just returned, else the
+//! lowest-numbered idle worker, else a new one.
+//!
+//! **Program threads.** The first program thread to call in (the runner's
+//! or the harness's main thread) is the *primary*: it keeps the baton while
+//! it runs the program's code between runtime calls, so its code is
+//! ordered against the tasks too. Any other program thread (a *guest*, one
+//! the program started itself) takes the baton for the length of each
+//! runtime call and gives it back on return: its own code runs outside the
+//! schedule, and when it calls in depends on timing.
+//!
+//! **Idleness and destroy.** A program thread that waits for idleness
+//! (`rust_mlir_async_runtime_wait_idle`, the destroy hook) blocks until no
+//! task is ready or running. Destroy then closes the executor in the same
+//! step: from then on it accepts no new program thread and no guest coming
+//! back (they go to a fresh instance), and joins the workers.
+//!
+//! **Deadlock.** When nothing can run (every agent blocked, no task that
+//! can start) and no guest is away running its own code, the run cannot
+//! go on unless a thread outside the runtime acts. After
+//! [`DEADLOCK_GRACE`] without a change, a watcher thread prints one line
+//! naming the schedule and aborts the process.
+//!
+//! **What keeps it deterministic.** Only the baton holder changes the
+//! state that decisions depend on (the ready set, strands, workers); the
+//! strategy's only input besides that state is its seeded stream; no
+//! decision iterates a hash map. What can break it: guests (their arrival
+//! is timing), a program that waits outside the runtime for another thread
+//! (that thread may need the baton the waiting one holds: a hang), and
+//! anything else nondeterministic in the program itself (time, addresses).
+
+pub(crate) mod spec;
+pub(super) mod strategy;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::base::task::{Route, Task};
+use crate::instance::config::Config;
+use crate::instance::deterministic::spec::{Spec, SCHEDULE_ENV};
+use crate::instance::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
+use crate::instance::threads::spares::STACK_SIZE;
+use crate::object::completion::{Completion, Outcome, Waiter};
+use crate::probe::clock;
+use crate::probe::observe;
+use crate::sync::misuse::{abort_misuse, warn};
+use crate::sync::process::{lock, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+
+/// How long nothing may change while every agent is blocked before the
+/// run is reported as deadlocked: a thread the program started itself may
+/// still complete what they wait for (see the module doc).
+pub(super) const DEADLOCK_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the destroy hook waits for tasks in flight before it says so.
+const DRAIN_REPORT_AFTER: Duration = Duration::from_secs(5);
+
+/// Deterministic instances alive (the mode byte of the paths outside the
+/// ordinary scheduler's hot ones).
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Deterministic ids (0 means none).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Steps of the last deterministic instance destroyed.
+static LAST_STEPS: AtomicU64 = AtomicU64::new(0);
+
+/// True while a deterministic instance exists in this process.
+#[inline(always)]
+pub(crate) fn enabled() -> bool {
+    // Relaxed: a switch; the instance itself is reached through the
+    // current-instance lock, which orders everything it guards.
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// Steps (decisions between two or more candidates) of the last
+/// deterministic instance destroyed.
+pub(super) fn last_steps() -> u64 {
+    LAST_STEPS.load(Ordering::Relaxed)
+}
+
+type AgentId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The first program thread: keeps the baton between runtime calls.
+    Primary,
+    /// Another program thread: holds the baton only inside runtime calls.
+    Guest,
+    /// A worker thread running tasks.
+    Worker,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    /// Holds the baton.
+    Running,
+    /// In the ready set, waiting for the baton.
+    Ready,
+    /// Blocked in an await.
+    Blocked,
+    /// A program thread waiting until no task is in flight.
+    IdleWait,
+    /// A worker without a task.
+    Idle,
+    /// A guest outside the runtime (or any program thread after close).
+    Away,
+    /// The thread exited.
+    Gone,
+}
+
+struct Agent {
+    role: Role,
+    status: Status,
+    /// The strand it runs: its own (program threads) or its task's.
+    strand: Option<Strand>,
+    /// Runtime calls of this agent in progress (a completion's waiters may
+    /// call in again): a guest goes away when the outermost returns.
+    depth: u32,
+    /// A worker's next task, handed over with the baton.
+    mailbox: Option<Task>,
+    wake: Arc<Condvar>,
+}
+
+/// What a ready strand is.
+enum Ready {
+    /// A task to start on a worker.
+    Task(Task),
+    /// An agent to hand the baton to.
+    Agent(AgentId),
+}
+
+struct State {
+    strategy: Strategy,
+    /// The agent holding the baton; `None` when nothing runs.
+    running: Option<AgentId>,
+    agents: Vec<Agent>,
+    primary: Option<AgentId>,
+    ready: HashMap<Strand, Ready>,
+    /// Idle workers, lowest first.
+    idle_workers: BTreeSet<AgentId>,
+    workers: usize,
+    /// Tasks started and not returned.
+    busy: usize,
+    /// Agents blocked in an await.
+    blocked: usize,
+    /// Program threads waiting for idleness, in arrival order.
+    idle_waiters: Vec<AgentId>,
+    /// Since when nothing can run while something waits (the epoch tells
+    /// one such stretch from the next).
+    stall: Option<(u64, Instant)>,
+    stall_epoch: u64,
+    /// No new program thread, no guest coming back (the destroy hook).
+    closed: bool,
+    /// Workers and the watcher end.
+    shutdown: bool,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl State {
+    fn add_agent(&mut self, role: Role, status: Status) -> AgentId {
+        self.agents.push(Agent { role, status, strand: None, depth: 0, mailbox: None, wake: Arc::new(Condvar::new()) });
+        self.agents.len() - 1
+    }
+
+    /// Tasks ready or running (also parked or blocked inside).
+    fn in_flight(&self) -> usize {
+        self.strategy.ready_for_thread() + self.busy
+    }
+
+    fn can_start_task(&self, max_threads: usize) -> bool {
+        !self.idle_workers.is_empty() || self.workers < max_threads
+    }
+
+    /// Puts agent `a` (which has a strand) in the ready set.
+    fn push_ready_agent(&mut self, a: AgentId) {
+        let strand = self.agents[a].strand.expect("a ready agent has a strand");
+        self.agents[a].status = Status::Ready;
+        self.strategy.push(strand, Waiting::OnThread);
+        self.ready.insert(strand, Ready::Agent(a));
+    }
+
+    /// When no task is in flight, the threads waiting for that are ready.
+    fn wake_idle_waiters_if_idle(&mut self) {
+        if self.in_flight() == 0 && !self.idle_waiters.is_empty() {
+            for a in std::mem::take(&mut self.idle_waiters) {
+                self.push_ready_agent(a);
+            }
+        }
+    }
+}
+
+/// The executor's handle in a thread's local storage: which agent the
+/// thread is, and in which executor. Its drop (the thread's exit) marks
+/// the agent gone.
+struct Registration {
+    executor: Weak<Deterministic>,
+    id: u64,
+    agent: AgentId,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(executor) = self.executor.upgrade() {
+            executor.agent_exited(self.agent);
+        }
+    }
+}
+
+thread_local! {
+    static REGISTERED: RefCell<Option<Registration>> = const { RefCell::new(None) };
+    /// Set on the worker threads. Apart from `REGISTERED`: a type without a
+    /// destructor stays readable while the thread exits (glibc's `exit`
+    /// destroys the caller's thread-locals before the exit handler asks).
+    static WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True on a worker thread of a deterministic instance.
+pub(super) fn on_worker_thread() -> bool {
+    WORKER.with(Cell::get)
+}
+
+/// Forgets this thread's registration without touching its executor (a
+/// forked child, where that executor's lock may be held by a thread that
+/// does not exist).
+pub(super) fn forget_thread_registration() {
+    let _ = REGISTERED.try_with(|r| {
+        if let Ok(mut r) = r.try_borrow_mut() {
+            std::mem::forget(r.take());
+        }
+    });
+}
+
+/// The destroy hook closed the executor: go to the current instance.
+#[derive(Debug)]
+pub(super) struct Closed;
+
+/// What the agent making a decision does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    /// It can go on: it is a candidate.
+    GoesOn,
+    /// It waits (blocked, or for idleness): not a candidate.
+    Waits,
+    /// A worker whose task returned: it may take the next task itself.
+    Idle,
+    /// A guest going back to its own code.
+    Away,
+}
+
+/// One deterministic runtime instance.
+pub(super) struct Deterministic {
+    id: u64,
+    spec: Spec,
+    config: Config,
+    state: Mutex<State>,
+    /// The deadlock watcher sleeps here.
+    watcher: Condvar,
+    this: Weak<Deterministic>,
+}
+
+/// An agent's turn across a runtime call (a completion and the waiters it
+/// fires): a guest gives the baton back when it ends.
+pub(super) struct Turn {
+    executor: Arc<Deterministic>,
+    me: AgentId,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let st = lock(&self.executor.state);
+        self.executor.leave(st, self.me);
+    }
+}
+
+impl Deterministic {
+    /// A deterministic instance with its deadlock watcher started.
+    pub(crate) fn start(spec: Spec, config: Config) -> Arc<Deterministic> {
+        ACTIVE.fetch_add(1, Ordering::Relaxed);
+        clock::logical_begin();
+        let executor = Arc::new_cyclic(|this| Deterministic {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            spec,
+            config,
+            state: Mutex::new(State {
+                strategy: Strategy::new(spec),
+                running: None,
+                agents: Vec::new(),
+                primary: None,
+                ready: HashMap::new(),
+                idle_workers: BTreeSet::new(),
+                workers: 0,
+                busy: 0,
+                blocked: 0,
+                idle_waiters: Vec::new(),
+                stall: None,
+                stall_epoch: 0,
+                closed: false,
+                shutdown: false,
+                threads: Vec::new(),
+            }),
+            watcher: Condvar::new(),
+            this: this.clone(),
+        });
+        let watched = Arc::clone(&executor);
+        let watcher = std::thread::Builder::new()
+            .name("mlir-det-watch".into())
+            .spawn(move || watched.watch_for_deadlock())
+            .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start a thread: {e}")));
+        lock(&executor.state).threads.push(watcher);
+        executor
+    }
+
+    pub(crate) fn config(&self) -> Config {
+        self.config
+    }
+
+    /// Decisions so far between two or more candidates.
+    pub(super) fn steps(&self) -> u64 {
+        lock(&self.state).strategy.steps()
+    }
+
+    /// Tasks ready or running.
+    pub(crate) fn tasks_in_flight(&self) -> usize {
+        lock(&self.state).in_flight()
+    }
+
+    // ---- the operations -----------------------------------------------------
+
+    /// A task made ready (`mlirAsyncRuntimeExecute`, a continuation): a
+    /// scheduling point. Refused (the task comes back) once closed.
+    pub(crate) fn make_ready(&self, task: Task) -> Result<(), Task> {
+        let Ok((mut st, me)) = self.enter() else { return Err(task) };
+        let strand = st.strategy.new_strand();
+        st.strategy.push(strand, Waiting::ForThread);
+        st.ready.insert(strand, Ready::Task(task));
+        st = self.decide_and_wait(st, me, After::GoesOn);
+        self.leave(st, me);
+        Ok(())
+    }
+
+    /// A scheduling point before a completion: the turn lasts until the
+    /// returned guard drops (after the completion fired its waiters).
+    pub(super) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
+        let (st, me) = self.enter()?;
+        drop(self.decide_and_wait(st, me, After::GoesOn));
+        Ok(Turn { executor: self, me })
+    }
+
+    /// A blocking await: the agent blocks until `completion` completes and
+    /// it is chosen again; an await of a complete object is a scheduling
+    /// point too.
+    pub(crate) fn wait(&self, completion: &Completion) -> Result<Outcome, Closed> {
+        let (mut st, me) = self.enter()?;
+        let observed = observe::wait_started();
+        let node = WakeAgent { waiter: Waiter::new(WakeAgent::fire), executor: self, agent: me };
+        // SAFETY: `node` outlives its time in the list: the wake comes
+        // before this agent is chosen again, and we return only after that.
+        // The state lock is held, so the wake cannot run before we block.
+        let pending = completion.state().is_none()
+            && unsafe { completion.add_waiter(&node as *const WakeAgent as *mut Waiter) }.is_ok();
+        if pending {
+            st.agents[me].status = Status::Blocked;
+            st.blocked += 1;
+            st = self.decide_and_wait(st, me, After::Waits);
+        } else {
+            st = self.decide_and_wait(st, me, After::GoesOn);
+        }
+        let role = st.agents[me].role;
+        self.leave(st, me);
+        if let Some(start) = observed {
+            observe::wait_ended(start, role == Role::Worker);
+        }
+        Ok(completion.state().expect("woken before completion"))
+    }
+
+    /// This thread's logical id: its agent's number, in registration order.
+    pub(crate) fn logical_thread_id(&self) -> Result<u64, Closed> {
+        let (st, me) = self.enter()?;
+        self.leave(st, me);
+        Ok(me as u64)
+    }
+
+    /// Blocks until no task is ready or running, or `timeout` passed; true
+    /// when idle. A call that timed out leaves the thread waiting: the next
+    /// call goes on waiting, and the thread is chosen at idleness as if it
+    /// had never left.
+    pub(crate) fn wait_idle(&self, timeout: Option<Duration>) -> bool {
+        self.wait_idle_then(timeout, false)
+    }
+
+    /// The destroy hook's part: waits for idleness and closes the executor
+    /// in the same step, then joins its threads.
+    pub(super) fn close(&self) {
+        if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
+            warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
+            self.wait_idle_then(None, true);
+        }
+        let threads = {
+            let mut st = lock(&self.state);
+            st.shutdown = true;
+            for agent in &st.agents {
+                agent.wake.notify_all();
+            }
+            self.watcher.notify_all();
+            LAST_STEPS.store(st.strategy.steps(), Ordering::Relaxed);
+            std::mem::take(&mut st.threads)
+        };
+        for thread in threads {
+            if thread.join().is_err() {
+                abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
+            }
+        }
+        clock::logical_end();
+        ACTIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn wait_idle_then(&self, timeout: Option<Duration>, close: bool) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut st = lock(&self.state);
+        if st.closed {
+            return true;
+        }
+        let me = self.register(&mut st);
+        if st.agents[me].status == Status::Away {
+            st = self.acquire(st, me);
+        }
+        if st.agents[me].status == Status::Running {
+            st.agents[me].depth += 1;
+            if st.in_flight() > 0 {
+                st.agents[me].status = Status::IdleWait;
+                st.idle_waiters.push(me);
+                self.decide(&mut st, Some(me), After::Waits);
+            }
+        }
+        let wake = Arc::clone(&st.agents[me].wake);
+        while st.running != Some(me) {
+            match deadline {
+                None => st = wake.wait(st).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => {
+                        st = wake.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
+                    }
+                    // Still waiting: the thread stays an idle waiter.
+                    _ => return false,
+                },
+            }
+        }
+        debug_assert_eq!(st.in_flight(), 0);
+        if close {
+            st.closed = true;
+            // Program threads waiting for a turn now find the executor
+            // closed and go to the next instance.
+            st.agents[me].depth = 0;
+            st.agents[me].status = Status::Away;
+            self.decide(&mut st, None, After::Away);
+            return true;
+        }
+        self.leave(st, me);
+        true
+    }
+
+    // ---- agents and the baton -----------------------------------------------
+
+    /// This thread's agent here, registered now if it is new: a program
+    /// thread, the primary if it is the first.
+    fn register(&self, st: &mut State) -> AgentId {
+        let known = REGISTERED
+            .try_with(|r| r.borrow().as_ref().filter(|r| r.id == self.id).map(|r| r.agent))
+            .ok()
+            .flatten();
+        if let Some(me) = known {
+            return me;
+        }
+        let role = if st.primary.is_none() { Role::Primary } else { Role::Guest };
+        let me = st.add_agent(role, Status::Away);
+        if role == Role::Primary {
+            st.primary = Some(me);
+        }
+        let registration = Registration { executor: self.this.clone(), id: self.id, agent: me };
+        let mut old = None;
+        // A thread whose local storage is gone (exiting) stays unregistered:
+        // it is a new guest at each call.
+        let _ = REGISTERED.try_with(|r| {
+            if let Ok(mut r) = r.try_borrow_mut() {
+                // The old registration (of an instance destroyed since)
+                // drops at the end of this function: it locks its own
+                // executor, never this one.
+                old = r.replace(registration);
+            }
+        });
+        me
+    }
+
+    /// Gives an away program thread the baton: at once if nothing runs,
+    /// else through the ready set.
+    fn acquire<'a>(&'a self, mut st: MutexGuard<'a, State>, me: AgentId) -> MutexGuard<'a, State> {
+        if st.agents[me].strand.is_none() {
+            let strand = st.strategy.new_strand();
+            st.agents[me].strand = Some(strand);
+        }
+        if st.running.is_none() {
+            st.running = Some(me);
+            st.agents[me].status = Status::Running;
+            st.stall = None;
+            st
+        } else {
+            st.push_ready_agent(me);
+            self.wait_turn(st, me)
+        }
+    }
+
+    /// Makes this thread hold the baton for a runtime call (see
+    /// [`Deterministic::leave`]).
+    fn enter(&self) -> Result<(MutexGuard<'_, State>, AgentId), Closed> {
+        let mut st = lock(&self.state);
+        let me = self.register(&mut st);
+        match st.agents[me].status {
+            Status::Running => {}
+            Status::Away | Status::Gone => {
+                if st.closed {
+                    return Err(Closed);
+                }
+                st = self.acquire(st, me);
+            }
+            // Back from a wait for idleness that timed out: still waiting.
+            Status::IdleWait => st = self.wait_turn(st, me),
+            other => unreachable!("a thread calling in is running, away or waiting for idleness, not {other:?}"),
+        }
+        st.agents[me].depth += 1;
+        if st.closed && st.agents[me].role != Role::Worker && st.agents[me].depth == 1 {
+            // Closed while it waited for its turn.
+            self.leave(st, me);
+            return Err(Closed);
+        }
+        Ok((st, me))
+    }
+
+    /// The end of a runtime call: a guest gives the baton back when its
+    /// outermost call returns.
+    fn leave(&self, mut st: MutexGuard<'_, State>, me: AgentId) {
+        let closed = st.closed;
+        let agent = &mut st.agents[me];
+        agent.depth = agent.depth.saturating_sub(1);
+        let program_thread = agent.role != Role::Worker;
+        let away = agent.depth == 0
+            && agent.status == Status::Running
+            && (agent.role == Role::Guest || closed && program_thread);
+        if away {
+            st.agents[me].status = Status::Away;
+            self.decide(&mut st, Some(me), After::Away);
+        }
+    }
+
+    /// Sleeps until this agent holds the baton.
+    fn wait_turn<'a>(&'a self, mut st: MutexGuard<'a, State>, me: AgentId) -> MutexGuard<'a, State> {
+        let wake = Arc::clone(&st.agents[me].wake);
+        while st.running != Some(me) {
+            st = wake.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st
+    }
+
+    /// A decision by `me` (see [`Deterministic::decide`]), then, unless it goes
+    /// on or is done, its sleep until its next turn.
+    fn decide_and_wait<'a>(&'a self, mut st: MutexGuard<'a, State>, me: AgentId, after: After) -> MutexGuard<'a, State> {
+        self.decide(&mut st, Some(me), after);
+        match after {
+            After::GoesOn | After::Waits => self.wait_turn(st, me),
+            After::Idle | After::Away => st,
+        }
+    }
+
+    /// Chooses what runs next and hands it the baton. `me` is the agent
+    /// that held it (`None`: a wake from outside while nothing ran).
+    fn decide(&self, st: &mut State, me: Option<AgentId>, after: After) {
+        st.wake_idle_waiters_if_idle();
+        let strand = me.and_then(|m| st.agents[m].strand);
+        let current = if after == After::GoesOn { strand } else { None };
+        let can_start = st.can_start_task(self.config.max_threads);
+        match st.strategy.choose(current, strand, can_start) {
+            Choice::Current => {}
+            Choice::Ready(next, _) => {
+                if after == After::GoesOn {
+                    st.push_ready_agent(me.expect("a current agent"));
+                }
+                let finishing = if after == After::Idle { me } else { None };
+                self.hand_over(st, next, finishing);
+            }
+            Choice::Nothing => {
+                st.running = None;
+                if st.blocked > 0 || st.strategy.ready_for_thread() > 0 {
+                    st.stall_epoch += 1;
+                    st.stall = Some((st.stall_epoch, Instant::now()));
+                    self.watcher.notify_all();
+                }
+            }
+        }
+    }
+
+    /// Hands the baton to the ready strand `next`: its agent, or a worker
+    /// for its task (`finishing`, the worker whose task just returned, if
+    /// any; else the lowest idle one; else a new one).
+    fn hand_over(&self, st: &mut State, next: Strand, finishing: Option<AgentId>) {
+        st.stall = None;
+        let agent = match st.ready.remove(&next).expect("a ready strand has its entry") {
+            Ready::Agent(a) => a,
+            Ready::Task(task) => {
+                let w = match finishing.or_else(|| st.idle_workers.first().copied()) {
+                    Some(w) => {
+                        st.idle_workers.remove(&w);
+                        w
+                    }
+                    None => self.start_worker(st),
+                };
+                let worker = &mut st.agents[w];
+                worker.strand = Some(next);
+                worker.mailbox = Some(task);
+                st.busy += 1;
+                w
+            }
+        };
+        st.running = Some(agent);
+        st.agents[agent].status = Status::Running;
+        st.agents[agent].wake.notify_one();
+    }
+
+    /// Starts worker thread number `workers` (its agent is returned).
+    fn start_worker(&self, st: &mut State) -> AgentId {
+        let me = st.add_agent(Role::Worker, Status::Idle);
+        let number = st.workers;
+        st.workers += 1;
+        let executor = self.this.upgrade().expect("a deterministic executor that decides is alive");
+        let thread = std::thread::Builder::new()
+            .name(format!("mlir-det-{number}"))
+            .stack_size(STACK_SIZE)
+            .spawn(move || executor.run_worker(me))
+            .unwrap_or_else(|e| abort_misuse("deterministic schedule", &format!("cannot start a worker thread: {e}")));
+        st.threads.push(thread);
+        me
+    }
+
+    /// A worker thread: runs the tasks it is handed, one per turn.
+    fn run_worker(self: Arc<Deterministic>, me: AgentId) {
+        let registration = Registration { executor: self.this.clone(), id: self.id, agent: me };
+        REGISTERED.with(|r| *r.borrow_mut() = Some(registration));
+        WORKER.with(|w| w.set(true));
+        let mut st = lock(&self.state);
+        let wake = Arc::clone(&st.agents[me].wake);
+        loop {
+            while !(st.running == Some(me) && st.agents[me].mailbox.is_some()) {
+                if st.shutdown {
+                    return;
+                }
+                st = wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            let task = st.agents[me].mailbox.take().expect("checked");
+            drop(st);
+            observe::run_task(task, Route::Queued);
+            st = lock(&self.state);
+            // The task returned: a scheduling point.
+            let strand = st.agents[me].strand.take().expect("a task's strand");
+            st.strategy.retire(strand);
+            st.busy -= 1;
+            st.agents[me].status = Status::Idle;
+            st.idle_workers.insert(me);
+            self.decide(&mut st, Some(me), After::Idle);
+        }
+    }
+
+    /// The thread of `agent` exited (or moved to another instance). One
+    /// that still held the baton (a program thread that called in first,
+    /// then ended) hands it on.
+    fn agent_exited(&self, agent: AgentId) {
+        let mut st = lock(&self.state);
+        let held = st.running == Some(agent);
+        st.agents[agent].status = Status::Gone;
+        if held {
+            st.running = None;
+            self.decide(&mut st, None, After::Away);
+        }
+    }
+
+    /// Wakes agent `agent`, blocked in an await: the completion's waiter.
+    fn wake(&self, agent: AgentId) {
+        let mut st = lock(&self.state);
+        debug_assert_eq!(st.agents[agent].status, Status::Blocked);
+        st.blocked -= 1;
+        st.push_ready_agent(agent);
+        if st.running.is_none() {
+            // Completed from outside while nothing ran.
+            self.decide(&mut st, None, After::Away);
+        }
+    }
+
+    // ---- deadlocks -------------------------------------------------------------
+
+    /// The watcher thread: reports a stall that lasts [`DEADLOCK_GRACE`]
+    /// while no guest is away (which could still end it).
+    fn watch_for_deadlock(&self) {
+        let mut st = lock(&self.state);
+        loop {
+            if st.shutdown {
+                return;
+            }
+            let Some((epoch, since)) = st.stall else {
+                st = self.watcher.wait(st).unwrap_or_else(|e| e.into_inner());
+                continue;
+            };
+            let waited = since.elapsed();
+            let guest_away = st.agents.iter().any(|a| a.role == Role::Guest && a.status == Status::Away);
+            if waited < DEADLOCK_GRACE || guest_away {
+                let pause = DEADLOCK_GRACE.saturating_sub(waited).max(Duration::from_millis(100));
+                st = self.watcher.wait_timeout(st, pause).unwrap_or_else(|e| e.into_inner()).0;
+                continue;
+            }
+            if st.stall.is_some_and(|(e, _)| e == epoch) {
+                self.report_deadlock(&st, waited);
+            }
+        }
+    }
+
+    fn report_deadlock(&self, st: &State, waited: Duration) -> ! {
+        let blocked = |worker: bool| {
+            st.agents.iter().filter(|a| a.status == Status::Blocked && (a.role == Role::Worker) == worker).count()
+        };
+        let spec = self.spec;
+        abort_misuse(
+            "deadlock",
+            &format!(
+                "every thread is blocked and no task can run under the deterministic schedule {spec} \
+                 ({} program thread(s) and {} task(s) blocked in an await, {} task(s) waiting for a \
+                 thread at the cap of {}; nothing changed for {:.1} s); replay it with {SCHEDULE_ENV}={spec}",
+                blocked(false),
+                blocked(true),
+                st.strategy.ready_for_thread(),
+                self.config.max_threads,
+                waited.as_secs_f64()
+            ),
+        )
+    }
+}
+
+/// A blocking await's waiter: makes its agent ready. It lives on the
+/// blocked agent's stack, which stays put until the agent is chosen again.
+#[repr(C)]
+struct WakeAgent<'a> {
+    waiter: Waiter,
+    executor: &'a Deterministic,
+    agent: AgentId,
+}
+
+impl WakeAgent<'_> {
+    /// The waiter's fire function.
+    ///
+    /// # Safety
+    /// `node` is a `WakeAgent` whose agent is blocked on it.
+    unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
+        // SAFETY: valid until its agent runs again, which needs the wake
+        // below; nothing reads the node after it.
+        let (executor, agent) = unsafe {
+            let node = &*node.cast::<WakeAgent>();
+            (node.executor, node.agent)
+        };
+        executor.wake(agent);
+    }
+}

@@ -1,0 +1,351 @@
+//! Spare threads: started on demand to take the place of runtime threads
+//! blocked in an `Await*`, cached once their work is done, and ended after
+//! a while without work or when the instance shuts down.
+//!
+//! This module only runs jobs on threads; the scheduler decides when a
+//! spare is needed (`drainers.rs`) and what it runs (its drain loop).
+//!
+//! Three rules keep a spare's life consistent with the scheduler's counts:
+//! - A job announces that its thread is about to become idle
+//!   ([`SpareThread::before_leaving`]) *before* the scheduler stops counting
+//!   it as a drainer: a spare is never in a state where the scheduler no
+//!   longer counts it and [`Spares::run`] cannot hand it a job, so a start
+//!   refused at the cap never strands a task that an idle spare could run.
+//! - Each spare thread owns a slot number (`0..max`) from its start until
+//!   it stops counting as alive, both changed under the same lock: a spare
+//!   started at the cap always finds a free slot.
+//! - Every spare thread is joined, by [`Spares::shutdown`] or, for one that
+//!   ended earlier, by the next [`Spares::run`] before it hands out a job:
+//!   a spare's thread-local destructors have finished before the instance
+//!   that owns it can be freed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::sync::thread::{self, Builder, JoinHandle, Thread};
+use crate::sync::{lock, Mutex};
+
+/// A job for a spare thread; it is told which thread runs it.
+pub(super) type Job = Box<dyn FnOnce(&SpareThread) + Send>;
+
+/// Starts a named thread running `main` (the OS may refuse).
+pub(super) type SpawnFn = fn(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>;
+
+/// Stack size of every runtime thread: compiled code may nest deeply within
+/// one task; match the main thread's usual 8 MiB (reserved, not committed).
+pub(crate) const STACK_SIZE: usize = 8 << 20;
+
+/// What a job knows of the spare thread that runs it.
+pub(super) struct SpareThread {
+    spares: Arc<Spares>,
+    slot: usize,
+    /// The running job announced this thread idle ([`Self::before_leaving`]).
+    announced: std::cell::Cell<bool>,
+}
+
+/// Everything about the spares, behind one lock: a job is handed over
+/// (taken off the idle list and stored for its spare) in one step, so a
+/// spare that finds itself off the idle list always finds its job.
+struct State {
+    /// The slots of the spares that can take a job now, most recently idle
+    /// last.
+    idle: Vec<usize>,
+    /// The job handed to each slot's spare, until it takes it.
+    jobs: Vec<Option<Job>>,
+    /// Each slot's spare thread, to wake it.
+    threads: Vec<Option<Thread>>,
+    /// Spare threads alive (running a job or idle): each holds one slot.
+    alive: usize,
+    /// Slots no alive spare holds, lowest last.
+    free_slots: Vec<usize>,
+    /// The thread of each slot's spare, until it ends.
+    handles: Vec<Option<JoinHandle<()>>>,
+    /// Spares that ended, not yet joined.
+    ended: Vec<JoinHandle<()>>,
+    /// Set by `shutdown`: idle spares end.
+    closing: bool,
+    /// Spare threads started so far (for their names).
+    started: usize,
+}
+
+/// The spare threads of one runtime instance.
+pub(super) struct Spares {
+    state: Mutex<State>,
+    max: usize,
+    /// A spare that waits this long without work ends.
+    keep_alive: Duration,
+    spawn: SpawnFn,
+}
+
+/// [`Spares::run`] could not start a thread: the cap is reached, the
+/// spares are shutting down, or the OS refused a thread.
+#[derive(Debug)]
+pub(super) struct AtCap;
+
+/// Starts a runtime thread with the runtime's stack size.
+pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+    Builder::new().name(name).stack_size(STACK_SIZE).spawn(main)
+}
+
+impl Spares {
+    /// At most `max` spare threads alive at once, each ending after
+    /// `keep_alive` without work.
+    pub(crate) fn new(max: usize, keep_alive: Duration) -> Arc<Spares> {
+        Spares::with_spawn(max, keep_alive, spawn_thread)
+    }
+
+    /// [`Spares::new`], starting threads with `spawn`.
+    pub(super) fn with_spawn(max: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Spares> {
+        Arc::new(Spares {
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                jobs: (0..max).map(|_| None).collect(),
+                threads: (0..max).map(|_| None).collect(),
+                alive: 0,
+                free_slots: (0..max).rev().collect(),
+                handles: (0..max).map(|_| None).collect(),
+                ended: Vec::new(),
+                closing: false,
+                started: 0,
+            }),
+            max,
+            keep_alive,
+            spawn,
+        })
+    }
+
+    /// Runs `job` on an idle spare, or on a new one if none is idle and the
+    /// cap allows (then returns true). At the cap, while shutting down, or
+    /// if the system refuses a thread, `job` is dropped unrun.
+    ///
+    /// The caller holds the scheduler busy until this returns (it took a
+    /// drainer's place for the job), so the instance is not freed while
+    /// the spares that ended are joined here.
+    pub(crate) fn run(self: &Arc<Spares>, job: Job) -> Result<bool, AtCap> {
+        let ended = std::mem::take(&mut lock(&self.state).ended);
+        join_all(ended);
+        let mut state = lock(&self.state);
+        if let Some(slot) = state.idle.pop() {
+            state.jobs[slot] = Some(job);
+            let thread = state.threads[slot].clone();
+            drop(state);
+            thread.expect("an idle spare's thread is known").unpark();
+            return Ok(false);
+        }
+        if state.alive >= self.max || state.closing {
+            return Err(AtCap);
+        }
+        let slot = state.free_slots.pop().expect("a slot is free while fewer spares than slots are alive");
+        state.alive += 1;
+        state.started += 1;
+        let name = format!("mlir-async-spare-{}", state.started);
+        let spares = Arc::clone(self);
+        // The thread cannot end before its handle is stored: ending takes
+        // this lock.
+        match (self.spawn)(name, Box::new(move || spares.thread_main(slot, job))) {
+            Ok(handle) => {
+                state.threads[slot] = Some(handle.thread().clone());
+                state.handles[slot] = Some(handle);
+                Ok(true)
+            }
+            Err(e) => {
+                // The system refused a thread: as good as the cap.
+                state.alive -= 1;
+                state.free_slots.push(slot);
+                drop(state);
+                crate::sync::misuse::warn(&format!("cannot start a spare thread: {e}"));
+                Err(AtCap)
+            }
+        }
+    }
+
+    /// Every spare the cap allows is alive: [`Spares::run`] starts no new
+    /// one (it may still hand a job to an idle one).
+    pub(super) fn at_cap(&self) -> bool {
+        lock(&self.state).alive >= self.max
+    }
+
+    /// Spare threads alive now.
+    pub(crate) fn alive(&self) -> usize {
+        lock(&self.state).alive
+    }
+
+    fn thread_main(self: Arc<Spares>, slot: usize, first: Job) {
+        let me = SpareThread { spares: Arc::clone(&self), slot, announced: std::cell::Cell::new(false) };
+        let mut job = first;
+        loop {
+            // A panic here is a bug of the runtime (tasks are C functions
+            // and cannot unwind into it): end the process with one line.
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&me))).is_err() {
+                crate::sync::misuse::abort_misuse("spare thread", "the runtime panicked");
+            }
+            match self.wait_for_job(&me) {
+                Some(next) => job = next,
+                None => {
+                    // Ended: only its thread-local destructors still run.
+                    crate::probe::fuzz::at_transition();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Parks this spare in the idle list (if its job did not already put
+    /// it there) until it gets a job; `None` when it should end (idle too
+    /// long, or shutdown): it then no longer counts as alive.
+    fn wait_for_job(&self, me: &SpareThread) -> Option<Job> {
+        let deadline = std::time::Instant::now() + self.keep_alive;
+        let mut state = lock(&self.state);
+        if !me.announced.replace(false) {
+            state.idle.push(me.slot);
+        }
+        loop {
+            if let Some(job) = state.jobs[me.slot].take() {
+                return Some(job);
+            }
+            // Still on the idle list: no job was handed over (that takes
+            // the spare off the list and stores its job in one step).
+            let now = std::time::Instant::now();
+            if now >= deadline || state.closing {
+                let pos = state.idle.iter().position(|&s| s == me.slot).expect("an idle spare without a job is listed");
+                state.idle.swap_remove(pos);
+                // Ends: its slot is free and its count gone in one step,
+                // and its handle waits to be joined.
+                state.alive -= 1;
+                state.free_slots.push(me.slot);
+                state.threads[me.slot] = None;
+                let handle = state.handles[me.slot].take();
+                state.ended.extend(handle);
+                return None;
+            }
+            drop(state);
+            thread::park_timeout(deadline - now);
+            state = lock(&self.state);
+        }
+    }
+
+    /// Ends every spare thread and waits for them. The caller guarantees
+    /// that no job is running or will be handed over.
+    pub(crate) fn shutdown(&self) {
+        let handles = {
+            let mut state = lock(&self.state);
+            state.closing = true;
+            for &slot in &state.idle {
+                if let Some(thread) = &state.threads[slot] {
+                    thread.unpark();
+                }
+            }
+            let mut handles = std::mem::take(&mut state.ended);
+            handles.extend(state.handles.iter_mut().filter_map(Option::take));
+            handles
+        };
+        join_all(handles);
+    }
+}
+
+fn join_all(handles: Vec<JoinHandle<()>>) {
+    for handle in handles {
+        if handle.join().is_err() {
+            crate::sync::misuse::abort_misuse("spare thread", "a spare thread panicked");
+        }
+    }
+}
+
+impl SpareThread {
+    /// This spare's slot: `0..max`, unique among the spares alive.
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// Runs `leave` (the scheduler's count of this drainer going away)
+    /// once this thread can take a new job: from the moment the scheduler
+    /// stops counting it, [`Spares::run`] finds it idle. A job handed over
+    /// before this job returns runs right after it.
+    pub(super) fn before_leaving<R>(&self, leave: impl FnOnce() -> R) -> R {
+        if !self.announced.replace(true) {
+            lock(&self.spares.state).idle.push(self.slot);
+        }
+        leave()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_start_refused_by_the_system_gives_its_slot_back() {
+        static REFUSED: AtomicBool = AtomicBool::new(false);
+        fn refuse_once(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+            if !REFUSED.swap(true, Ordering::SeqCst) {
+                return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the test"));
+            }
+            spawn_thread(name, main)
+        }
+        let spares = Spares::with_spawn(1, Duration::from_secs(60), refuse_once);
+        assert!(spares.run(Box::new(|_| {})).is_err());
+        assert_eq!(spares.alive(), 0);
+        let (tx, rx) = mpsc::channel();
+        assert!(spares.run(Box::new(move |spare| tx.send(spare.slot()).unwrap())).unwrap());
+        assert_eq!(rx.recv().unwrap(), 0, "the only slot");
+        spares.shutdown();
+    }
+
+    /// A spare's thread-local destructors run after its closure returned
+    /// (`JoinHandle::is_finished` is already true then): shutdown must
+    /// still wait for them, also when another start came in between (the
+    /// instance is freed after shutdown, and a destructor may touch it).
+    #[test]
+    fn shutdown_returns_only_after_every_spare_thread_ended_completely() {
+        static DONE: AtomicUsize = AtomicUsize::new(0);
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(100));
+                DONE.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        thread_local! { static SLOW: SlowDrop = const { SlowDrop }; }
+        let spares = Spares::new(2, Duration::ZERO);
+        let (tx, rx) = mpsc::channel();
+        assert!(spares.run(Box::new(move |_| SLOW.with(|_| tx.send(()).unwrap()))).unwrap());
+        rx.recv().unwrap();
+        // It ends at once (keep-alive zero); its destructor sleeps.
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(spares.run(Box::new(|_| {})).is_ok());
+        spares.shutdown();
+        assert_eq!(DONE.load(Ordering::SeqCst), 1, "a spare's thread-local destructor ran after shutdown returned");
+    }
+
+    /// Spares that end after a zero keep-alive give their slots back at
+    /// once and are joined by the next start: a thousand starts at a cap
+    /// of one never find the slot taken.
+    #[test]
+    fn ended_spares_are_joined_and_their_slots_reused() {
+        let spares = Spares::new(1, Duration::ZERO);
+        let ran = std::sync::Arc::new(AtomicUsize::new(0));
+        for _ in 0..1000 {
+            let ran = std::sync::Arc::clone(&ran);
+            let (tx, rx) = mpsc::channel();
+            loop {
+                let (ran, tx) = (std::sync::Arc::clone(&ran), tx.clone());
+                match spares.run(Box::new(move |spare| {
+                    assert_eq!(spare.slot(), 0);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    tx.send(()).unwrap();
+                })) {
+                    Ok(_) => break,
+                    // The only spare is still running its last job.
+                    Err(AtCap) => std::thread::yield_now(),
+                }
+            }
+            rx.recv().unwrap();
+        }
+        spares.shutdown();
+        assert_eq!(ran.load(Ordering::SeqCst), 1000);
+        assert!(lock(&spares.state).handles.iter().all(Option::is_none));
+        assert!(lock(&spares.state).ended.is_empty());
+    }
+}

@@ -1,0 +1,95 @@
+//! Blocking waits (`mlirAsyncRuntimeAwait*`): the calling thread sleeps
+//! until the object completes.
+//!
+//! The waiter is a node on the blocked thread's own stack, pushed onto the
+//! object's waiter list; the completion sets its flag and unparks the
+//! thread. A runtime thread that blocks inside a task first hands its place
+//! in the pool over ([`Blocked`]), so other tasks keep running on other
+//! threads and none runs nested on this stack.
+
+use crate::instance::threads::{self, Blocked, STUCK_CHECK_INTERVAL};
+use crate::object::completion::{Completion, Outcome, Waiter};
+use crate::probe::observe;
+use crate::sync::backoff::Backoff;
+use crate::sync::thread::{self, Thread};
+use crate::sync::{AtomicBool, Ordering};
+
+/// A waiter that wakes a blocked thread. It lives on that thread's stack:
+/// once `done` is set, the thread may return and the node is gone.
+#[repr(C)]
+struct WakeWaiter {
+    waiter: Waiter,
+    thread: Thread,
+    done: AtomicBool,
+}
+
+impl WakeWaiter {
+    /// The waiter's fire function.
+    ///
+    /// # Safety
+    /// `node` is a `WakeWaiter` whose thread waits for `done`.
+    unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
+        // SAFETY: valid until `done` is set; only the clone is used after.
+        let node = unsafe { &*node.cast::<WakeWaiter>() };
+        let thread = node.thread.clone();
+        // Release: the completer's view of the object's final state (and of
+        // a value's payload) is visible to the woken thread.
+        node.done.store(true, Ordering::Release);
+        thread.unpark();
+    }
+}
+
+/// Blocks the calling thread until `completion` completes.
+pub(crate) fn wait(completion: &Completion) -> Outcome {
+    if let Some(outcome) = completion.state() {
+        return outcome;
+    }
+    let node = WakeWaiter {
+        waiter: Waiter::new(WakeWaiter::fire),
+        thread: thread::current(),
+        done: AtomicBool::new(false),
+    };
+    let node_ptr = &node as *const WakeWaiter as *mut Waiter;
+    // SAFETY: `node` outlives its time in the list: we do not return before
+    // `done` is set, which is the completer's last use of it.
+    if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
+        return outcome;
+    }
+    let observed = observe::wait_started();
+    // A task this thread made ready may be the one that ends this wait.
+    threads::release_local_tasks();
+    let mut blocked: Option<Blocked> = None;
+    // How long a thread spins before it parks. Fine-grained tasks often
+    // finish within microseconds; spinning that long saves a futex sleep
+    // and wake on both sides.
+    let mut backoff = Backoff::new(64, 16);
+    // Acquire: pairs with the Release in `WakeWaiter::fire`.
+    while !node.done.load(Ordering::Acquire) {
+        if backoff.snooze() {
+            continue;
+        }
+        if blocked.is_none() {
+            // Spinning did not do: a runtime thread hands its place over
+            // before it sleeps (once; then it looks at `done` again).
+            blocked = Blocked::begin();
+            if blocked.is_some() {
+                continue;
+            }
+        }
+        match blocked.as_mut() {
+            Some(blocked) => {
+                thread::park_timeout(STUCK_CHECK_INTERVAL);
+                if !node.done.load(Ordering::Acquire) {
+                    blocked.check_stuck();
+                }
+            }
+            None => thread::park(),
+        }
+    }
+    let in_task = blocked.is_some();
+    drop(blocked);
+    if let Some(start) = observed {
+        observe::wait_ended(start, in_task);
+    }
+    completion.state().expect("woken before completion")
+}
