@@ -40,6 +40,7 @@ LOOPS_DIR = REPO / "bench" / "loops"
 sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
 import pipelines  # noqa: E402  (the project's one definition of the pipelines)
 import lowering  # noqa: E402  (the one lowering recipe)
+import toolchain  # noqa: E402  (LLVM_PREFIX)
 
 # Display order; any other bench/loops/*.mlir is appended alphabetically.
 ORDER = ["elementwise", "triangular", "compute", "fine-grained"]

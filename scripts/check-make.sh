@@ -197,10 +197,7 @@ fi
 # ---- 5. no declared dependency is unused -------------------------------------------
 # cargo-machete (pinned, installed by make setup) over every Cargo.toml of
 # the repository: a dependency, dev- or build-dependency whose name no
-# source file of its package mentions. KNOWN_UNUSED: package:crate pairs
-# whose removal is under way elsewhere; each is reported as such, never as
-# a pass, and the line saying to drop the entry appears once it is gone.
-KNOWN_UNUSED=("mlir_async_runtime:once_cell")
+# source file of its package mentions.
 source scripts/toolchain.sh
 if ! machete_present; then
   fail "cargo-machete $MACHETE_VERSION is not in $TOOLS_ROOT: run \`make setup\`"
@@ -211,20 +208,13 @@ else
   found=$(echo "$report" | awk '/^[^ \t].* -- .*Cargo\.toml:$/ { pkg = $1; next }
                                /^\t/ && pkg != "" { sub(/^\t/, ""); print pkg ":" $0; next }
                                { pkg = "" }' | sort)
-  unknown=$(comm -23 <(echo "$found" | grep .) <(printf '%s\n' "${KNOWN_UNUSED[@]}" | sort))
-  for k in "${KNOWN_UNUSED[@]}"; do
-    if echo "$found" | grep -qx "$k"; then
-      echo "KNOWN ${k%%:*} declares ${k#*:}, which nothing uses (its removal is under way)"
-    else
-      echo "NOTE ${k#*:} is no longer unused in ${k%%:*}: drop it from KNOWN_UNUSED in $0"
-    fi
-  done
+  unknown=$(echo "$found" | grep . || true)
   if [ $status -gt 1 ]; then
     fail "cargo-machete failed (status $status):" "$report"
   elif [ -n "$unknown" ]; then
     fail "declared dependencies that no code uses (package:crate):" $unknown
   else
-    pass "cargo-machete $MACHETE_VERSION: no unused dependency in $(git ls-files '*Cargo.toml' | wc -l) Cargo.toml files${found:+ but the known ones}"
+    pass "cargo-machete $MACHETE_VERSION: no unused dependency in $(git ls-files '*Cargo.toml' | wc -l) Cargo.toml files"
   fi
 fi
 

@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
+LLVM_PREFIX=$(python3 mlir-tests/lib/toolchain.py prefix)
 LIB=$PWD/target/release/libmlir_async_runtime.so
 OUT=runtime/link/hot-symbols.txt
 WORK=$(mktemp -d)

@@ -15,8 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_loops  # noqa: E402
 
-# The Makefile's LLVM_BIN when it runs the tests, else LLVM 19's default prefix.
-LLVM_BIN = Path(os.environ.get("LLVM_BIN", "/usr/lib/llvm-19/bin"))
+# The Makefile's LLVM_BIN when it runs the tests, else the toolchain knob's.
+LLVM_BIN = Path(os.environ.get("LLVM_BIN") or bench_loops.toolchain.bin_dir())
 
 OMP_IR = """\
 declare void @mlirAsyncRuntimeExecute(ptr, ptr)

@@ -99,7 +99,7 @@ def main() -> int:
     ap.add_argument("--runtime", type=Path,
                     default=REPO / "target/release/libmlir_async_runtime.so")
     ap.add_argument("--llvm-bin", type=Path,
-                    default=Path("/usr/lib/llvm-19/bin"))
+                    default=Path(bench_loops.toolchain.bin_dir()))
     ap.add_argument("--trace-view", type=Path,
                     default=REPO / "target/release/trace-view")
     ap.add_argument("--kernel", type=Path, default=PROBE)
