@@ -6,7 +6,7 @@
 #                       the runtime's counters on stderr
 #   make trace-demo TRACE_PROGRAMS="token-deps"   other corpus programs
 # Variables from the top Makefile: HARNESS, RUNTIME_SO, RUNNER_UTILS,
-# TRACE_VIEW, CORPUS_DIR.
+# TRACE_VIEW, CORPUS_MANIFEST, PYTHON.
 
 TRACE_DIR      := $(CURDIR)/target/trace
 TRACE_PROGRAMS ?= fanout-100k parallel-for-1d.1
@@ -17,7 +17,7 @@ trace-demo: build corpus ## traces of corpus programs (TRACE_PROGRAMS) as SVG an
 	@mkdir -p $(TRACE_DIR)
 	@set -e; for p in $(TRACE_PROGRAMS); do \
 	  echo "== $$p"; \
-	  $(HARNESS) $(CORPUS_DIR)/$$p.ll --runtime $(RUNTIME_SO) \
-	    --shared-lib $(RUNNER_UTILS) --trace $(TRACE_DIR)/$$p.json --stats; \
+	  $(PYTHON) mlir-tests/lib/harness.py run $(CORPUS_MANIFEST) $$p --harness $(HARNESS) \
+	    --runtime $(RUNTIME_SO) --libs $(RUNNER_UTILS) -- --trace $(TRACE_DIR)/$$p.json --stats; \
 	  $(TRACE_VIEW) $(TRACE_DIR)/$$p.json -o $(TRACE_DIR)/$$p.svg -o $(TRACE_DIR)/$$p.png; \
 	done

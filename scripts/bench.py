@@ -81,15 +81,7 @@ class Workload:
     def __init__(self, path: Path):
         self.path = path
         self.name = path.stem
-        text = path.read_text()
-
-        def directive(key: str, default: str | None = None) -> str:
-            m = re.search(r"^//\s*BENCH-%s:\s*(\S+)\s*$" % key, text, re.M)
-            if m:
-                return m.group(1)
-            if default is None:
-                raise SystemExit(f"{path}: missing '// BENCH-{key}:' line")
-            return default
+        directive = bench_loops.directive_reader(path)
 
         self.expect = int(directive("EXPECT"))
         self.pipeline = directive("PIPELINE", "tasks")

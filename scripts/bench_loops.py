@@ -81,19 +81,27 @@ def add_arguments(ap) -> None:
                    help="skip the parallel-loop kernels")
 
 
+def directive_reader(path: Path):
+    """`directive(KEY, default)`: the value of a program's `// BENCH-KEY: V`
+    line (bench/*.mlir and bench/loops/*.mlir alike); without the line, the
+    default, or exit naming the file when there is none."""
+    text = path.read_text()
+
+    def directive(key: str, default: str | None = None) -> str:
+        m = re.search(r"^//\s*BENCH-%s:\s*(\S+)\s*$" % key, text, re.M)
+        if m:
+            return m.group(1)
+        if default is None:
+            raise SystemExit(f"{path}: missing '// BENCH-{key}:' line")
+        return default
+    return directive
+
+
 class Kernel:
     def __init__(self, path: Path):
         self.path = path
         self.name = path.stem
-        text = path.read_text()
-
-        def directive(key: str, default: str | None = None) -> str:
-            m = re.search(r"^//\s*BENCH-%s:\s*(\S+)\s*$" % key, text, re.M)
-            if m:
-                return m.group(1)
-            if default is None:
-                raise SystemExit(f"{path}: missing '// BENCH-{key}:' line")
-            return default
+        directive = directive_reader(path)
 
         self.expect = int(directive("EXPECT"))
         self.loops = int(directive("LOOPS"))

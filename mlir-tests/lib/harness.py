@@ -13,8 +13,11 @@ As a command (bash scripts):
   harness.py row MANIFEST NAME --harness H --runtime SO --libs A,B [-- EXTRA...]
       prints the command for that manifest row, NUL-separated, starting
       with `env VAR=VAL...` (read it with mapfile -d '').
+  harness.py run MANIFEST NAME --harness H --runtime SO --libs A,B [-- EXTRA...]
+      runs that command (for make recipes); its exit status is the harness's.
 """
 import argparse
+import os
 import sys
 
 import manifest
@@ -82,12 +85,13 @@ def main():
         argv, extra = argv[:i], argv[i + 1:]
     ap = argparse.ArgumentParser(description='Print the jit-harness command of a manifest row.')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    r = sub.add_parser('row')
-    r.add_argument('manifest')
-    r.add_argument('name')
-    r.add_argument('--harness', required=True)
-    r.add_argument('--runtime', required=True)
-    r.add_argument('--libs', required=True)
+    for verb, what in (('row', 'print the command, NUL-separated'), ('run', 'run it')):
+        r = sub.add_parser(verb, help=what)
+        r.add_argument('manifest')
+        r.add_argument('name')
+        r.add_argument('--harness', required=True)
+        r.add_argument('--runtime', required=True)
+        r.add_argument('--libs', required=True)
     a = ap.parse_args(argv)
     try:
         rows = [x for x in manifest.read(a.manifest) if x['name'] == a.name]
@@ -96,6 +100,9 @@ def main():
     if not rows:
         sys.exit('harness: %s is not in %s' % (a.name, a.manifest))
     cmd, env = for_row(a.harness, rows[0], a.runtime, a.libs, extra=extra)
+    if a.cmd == 'run':
+        sys.stdout.flush()
+        os.execvpe(cmd[0], cmd, {**os.environ, **env})
     out = ['env'] + ['%s=%s' % kv for kv in env.items()] + cmd
     sys.stdout.write(''.join(x + '\0' for x in out))
     return 0

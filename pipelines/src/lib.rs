@@ -22,8 +22,9 @@ pub const TABLE_TEXT: &str = include_str!("../../mlir-tests/lib/pipelines.txt");
 /// install prefix does not name its version (`.../llvm-N`).
 pub const DEFAULT_VERSION: u32 = 19;
 
-const SCALAR_KEYS: &[&str] = &["runner", "anchor", "async-func", "to-runtime", "ref-counting", "policy-ref-counting"];
-const LIST_KEYS: &[&str] = &["to-llvm"];
+const SCALAR_KEYS: &[&str] =
+    &["runner", "anchor", "async-func", "to-runtime", "ref-counting", "policy-ref-counting", "openmp-to-llvm"];
+const LIST_KEYS: &[&str] = &["to-llvm", "openmp"];
 const REQUIRED_KEYS: &[&str] = &["runner", "to-runtime", "ref-counting", "policy-ref-counting", "to-llvm"];
 
 /// A malformed table, or a version it does not have.
@@ -52,6 +53,11 @@ pub struct Version {
     pub ref_counting: String,
     pub policy_ref_counting: String,
     pub to_llvm: Vec<String>,
+    /// The front passes that turn `scf.parallel` into OpenMP; empty: the
+    /// version has no OpenMP lowering here.
+    pub openmp: Vec<String>,
+    /// The omp dialect to LLVM, run just before to-llvm's last pass.
+    pub openmp_to_llvm: Option<String>,
 }
 
 impl Version {
@@ -90,6 +96,31 @@ impl Version {
             Some(front) => self.anchored(&format!("{front},{passes}")),
             None => self.anchored(&passes),
         }
+    }
+
+    /// to-llvm alone: `scf.parallel` becomes nested sequential loops, the
+    /// reference lowering of a parallel loop.
+    pub fn sequential(&self) -> String {
+        self.anchored(&self.to_llvm.join(","))
+    }
+
+    /// `scf.parallel` to OpenMP, then to-llvm with `openmp-to-llvm` before
+    /// its last pass (as `pipelines.py --openmp`).
+    pub fn openmp_pipeline(&self) -> Result<String, Error> {
+        let (Some(to_llvm_omp), false) = (&self.openmp_to_llvm, self.openmp.is_empty()) else {
+            return Err(Error(format!("MLIR {} has no openmp/openmp-to-llvm in pipelines.txt", self.number)));
+        };
+        let Some((last, rest)) = self.to_llvm.split_last().filter(|(l, _)| *l == "reconcile-unrealized-casts") else {
+            return Err(Error(format!("MLIR {}: to-llvm must end with reconcile-unrealized-casts", self.number)));
+        };
+        let steps: Vec<&str> = self
+            .openmp
+            .iter()
+            .chain(rest)
+            .map(String::as_str)
+            .chain([to_llvm_omp.as_str(), last.as_str()])
+            .collect();
+        Ok(self.anchored(&steps.join(",")))
     }
 
     /// The default pipeline for a program: everything, the automatic
@@ -132,7 +163,7 @@ impl Table {
             entries.entry(key).or_default().push(value);
         }
         let mut versions = BTreeMap::new();
-        for (number, mut entries) in rows {
+        for (number, entries) in rows {
             let missing: Vec<&str> = REQUIRED_KEYS.iter().copied().filter(|k| !entries.contains_key(k)).collect();
             if !missing.is_empty() {
                 return Err(Error(format!("{source}: MLIR {number} lacks {}", missing.join(", "))));
@@ -146,7 +177,9 @@ impl Table {
                 to_runtime: one("to-runtime").unwrap_or_default(),
                 ref_counting: one("ref-counting").unwrap_or_default(),
                 policy_ref_counting: one("policy-ref-counting").unwrap_or_default(),
-                to_llvm: entries.remove("to-llvm").unwrap_or_default().into_iter().map(String::from).collect(),
+                to_llvm: entries.get("to-llvm").map(|v| v.iter().map(|p| p.to_string()).collect()).unwrap_or_default(),
+                openmp: entries.get("openmp").map(|v| v.iter().map(|p| p.to_string()).collect()).unwrap_or_default(),
+                openmp_to_llvm: one("openmp-to-llvm"),
             };
             versions.insert(number, version);
         }

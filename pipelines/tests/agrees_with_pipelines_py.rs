@@ -26,5 +26,9 @@ fn every_pipeline_is_the_one_pipelines_py_prints() {
             "MLIR {n} --front"
         );
         assert_eq!(v.runner, python(&["--mlir-version", &s, "--runner"]), "MLIR {n} runner");
+        assert_eq!(v.sequential(), python(&["--mlir-version", &s, "--sequential"]), "MLIR {n} --sequential");
+        if let Ok(openmp) = v.openmp_pipeline() {
+            assert_eq!(openmp, python(&["--mlir-version", &s, "--openmp"]), "MLIR {n} --openmp");
+        }
     }
 }
