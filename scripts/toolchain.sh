@@ -13,6 +13,7 @@
 #   g++              jit-harness compiles a C++ shim over LLVM's FileCheck
 #                    library
 #   valgrind         make bench-instr counts instructions with callgrind
+#   gdb              a test that finds a child process hung prints its threads' stacks
 #   gcc              builds the floor runtime of bench/floor, the runtime's
 #                    TLS shim, and bench-instr's programs
 #   libclang1-19, libclang-common-19-dev, libpolly-19-dev, libzstd-dev
@@ -29,7 +30,7 @@
 # ~/.cargo/bin, so that a user's own version is never replaced.
 
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
-APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gcc
+APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gdb gcc
               libclang1-19 libclang-common-19-dev libpolly-19-dev libzstd-dev
               libomp-19-dev)
 
@@ -45,6 +46,7 @@ declare -A PROBE=(
   [pkgconf]="/usr/bin/pkg-config"
   [g++]="/usr/bin/g++"
   [valgrind]="/usr/bin/valgrind"
+  [gdb]="/usr/bin/gdb"
   [gcc]="/usr/bin/gcc"
   [libclang1-19]="$LLVM_PREFIX/lib/libclang-19.so.1"
   [libclang-common-19-dev]="$LLVM_PREFIX/lib/clang/19/include/stddef.h"

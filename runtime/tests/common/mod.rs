@@ -68,6 +68,7 @@ pub fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
             return Some(status);
         }
         if Instant::now() >= deadline {
+            dump_stacks(pid);
             // SAFETY: our own child.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
@@ -77,6 +78,23 @@ pub fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Prints every thread's stack of the hung process `pid` on stderr, where
+/// gdb is installed (the set-up installs it): a hang in CI then says where
+/// it hung.
+fn dump_stacks(pid: libc::pid_t) {
+    let gdb = std::path::Path::new("/usr/bin/gdb");
+    if !gdb.exists() {
+        return;
+    }
+    eprintln!("---- stacks of hung process {pid} ----");
+    let _ = std::process::Command::new(gdb)
+        .args(["-p", &pid.to_string(), "-batch", "-nx", "-ex", "thread apply all bt"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::inherit())
+        .status();
+    eprintln!("---- end of stacks of {pid} ----");
 }
 
 /// Waits for `n` signals, failing the test if they do not come in time.
