@@ -23,6 +23,8 @@ makes that configuration FAIL in the table; it is never dropped.
 The scf.parallel kernels of bench/loops run too, lowered three ways (async on
 ours / C++ / the floor, OpenMP on libomp, sequential as the checksum
 reference): scripts/bench_loops.py, its own tables after the main one.
+The wait-path programs of bench/waits (a one-task program under jit-harness
+--repeat, the wake after a 2 ms pause) follow: scripts/bench_waits.py.
 
 With --harness pointing to a built jit-harness, the same LLVM IR also runs
 through it (C++ and ours), so the JIT's own overhead (process wall time
@@ -60,6 +62,7 @@ import lowering  # noqa: E402  (the one lowering recipe)
 import pipelines  # noqa: E402  (the project's one definition of the pipelines)
 import toolchain  # noqa: E402  (LLVM_PREFIX)
 import bench_loops  # noqa: E402  (bench/loops: parallel loops against OpenMP)
+import bench_waits  # noqa: E402  (bench/waits: the idle phase, the wake)
 
 # BENCH-PIPELINE kinds. Both are the pipeline of mlir-tests/lib/pipelines.txt
 # for the MLIR version of --llvm-bin (async.func lowering included);
@@ -469,6 +472,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds before a run is killed and counted FAIL")
     bench_loops.add_arguments(ap)
+    bench_waits.add_arguments(ap)
     args = ap.parse_args()
     args.llvm_lib = args.llvm_bin.parent / "lib"
     only = None
@@ -477,6 +481,7 @@ def main() -> int:
     if args.runs < 1:
         ap.error("--runs must be >= 1")
     loop_kernels, only = bench_loops.select(args, only)
+    wait_programs, only = bench_waits.select(args, only)
     required = [(args.runtime, "--runtime"), (args.cxx, "--cxx"),
                 (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")]
     if args.floor is not None:
@@ -633,6 +638,10 @@ def main() -> int:
                                               sys.modules[__name__])
     any_fail |= loops_fail
     notes += loops_notes
+    waits_fail, waits_notes = bench_waits.run(wait_programs, args,
+                                              sys.modules[__name__])
+    any_fail |= waits_fail
+    notes += waits_notes
 
     # ---- JIT overhead table
     if use_harness and results:

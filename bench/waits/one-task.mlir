@@ -4,6 +4,8 @@
 // wake the waiter and go idle again before the next run (the harness waits
 // for the runtime to be idle between runs).
 //
+// BENCH-WAIT: harness
+//
 // No output: the harness's summary line gives the per-run median.
 func.func @main() {
   %t = async.execute {

@@ -4,12 +4,15 @@
 // runtime's threads idle (parked, or their CPU asleep), so t1 - t0 is what
 // a waiter pays to have a task run and to be told it ran, from cold.
 //
+// BENCH-WAIT: runner
 // BENCH-EXPECT: 300
 // BENCH-OPT: -O3
 //
 // Output: line 1 = the rounds whose pause returned 0 (usleep failed in the
 // others), line 2 = the median execute-to-await-return latency in seconds
-// (the 300 latencies are sorted here, insertion sort, after the timed part).
+// (the 300 latencies are sorted here, insertion sort, after the timed part),
+// then the 300 sorted latencies, one a line: scripts/bench_waits.py checks
+// that they are sorted and that line 2 is their median.
 func.func private @rtclock() -> f64
 func.func private @usleep(i32) -> i32
 func.func private @printF64(f64)
@@ -73,11 +76,16 @@ func.func @main() {
   %m1 = memref.load %lat[%hi] : memref<300xf64>
   %sum = arith.addf %m0, %m1 : f64
   %median = arith.mulf %sum, %half : f64
-  memref.dealloc %lat : memref<300xf64>
 
   func.call @printI64(%slept) : (i64) -> ()
   func.call @printNewline() : () -> ()
   func.call @printF64(%median) : (f64) -> ()
   func.call @printNewline() : () -> ()
+  scf.for %k = %c0 to %rounds step %c1 {
+    %v = memref.load %lat[%k] : memref<300xf64>
+    func.call @printF64(%v) : (f64) -> ()
+    func.call @printNewline() : () -> ()
+  }
+  memref.dealloc %lat : memref<300xf64>
   return
 }
