@@ -73,10 +73,13 @@ bench-instr-budget: build $(FLOOR_SO) ## writes ours' per-task costs into the bu
 	$(BENCH_INSTR) --write-budget $(BENCH_INSTR_ARGS)
 
 # The parallel-loop benchmarks' own logic (scripts/bench_loops.py): the
-# three lowerings of every bench/loops kernel are what they claim.
+# three lowerings of every bench/loops kernel are what they claim; and the
+# wait-path benchmarks' (scripts/bench_waits.py): the harness's summary line
+# and the wake program's median are read right, a missing one is a FAIL.
 .PHONY: bench-loops-check trace-loop
-bench-loops-check: toolchain ## bench/loops: each kernel lowers async / OpenMP / sequential as claimed
+bench-loops-check: toolchain ## bench/loops: each kernel lowers async / OpenMP / sequential as claimed; bench/waits' parsing
 	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_loops.py'
+	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_waits.py'
 
 # One fine-grained parallel loop on our runtime: which thread runs each
 # block, in which order, how long the last block and the caller wait
