@@ -105,6 +105,8 @@ class Program:
 def select(args, only: list[str] | None):
     """(programs to run, the --only names left for the others); the second
     value is None when --only was not given, as bench_loops.select's."""
+    if getattr(args, "waits_repeat", 1) < 1:
+        raise SystemExit("bench.py: --waits-repeat must be >= 1")
     d = args.waits_dir.resolve()
     files = {p.stem: p for p in sorted(d.glob("*.mlir"))} if d.is_dir() else {}
     names = [n for n in ORDER if n in files] + sorted(set(files) - set(ORDER))
