@@ -403,6 +403,12 @@ impl Scheduler {
                 self.release_local_tasks();
                 break;
             }
+            // Somebody waits for this scheduler to go idle (a harness
+            // between two runs, the destroy hook): a drainer without a task
+            // leaves now instead of spinning that wait out.
+            if self.idle.has_waiters() {
+                break;
+            }
             if idle.snooze() {
                 continue;
             }
@@ -550,6 +556,15 @@ impl IdleSignal {
         IdleSignal { waiters: AtomicUsize::new(0), lock: Mutex::new(()), cv: Condvar::new() }
     }
 
+    /// True while a thread waits for idleness: idle drainers then leave.
+    fn has_waiters(&self) -> bool {
+        // Relaxed: a hint only. A stale read costs a drainer one more
+        // snooze round (or its whole idle wait, as before); whether a
+        // waiter hears of idleness rests on the SeqCst pair of `wait`'s
+        // increment and `notify`'s load.
+        self.waiters.load(Ordering::Relaxed) > 0
+    }
+
     /// Wakes the waiters, if any (called when the last drainer left).
     fn notify(&self) {
         // SeqCst, as the waiter's increment: either the waiter's check of
@@ -563,6 +578,10 @@ impl IdleSignal {
     fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        // Drainers without a task leave as soon as they see a waiter
+        // (`run_drainer`): that takes a moment, not a sleep and a wake.
+        let mut backoff = Backoff::new(64, 32);
+        while !is_idle() && backoff.snooze() {}
         let mut guard = lock(&self.lock);
         let idle = loop {
             if is_idle() {

@@ -14,6 +14,10 @@ use crate::sync::backoff::Backoff;
 use crate::sync::thread::{self, Thread};
 use crate::sync::{AtomicBool, Ordering};
 
+/// How long a thread outside the runtime yields before it parks in a
+/// blocking wait (see `wait`; README.md, "How a thread waits").
+const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// A waiter that wakes a blocked thread. It lives on that thread's stack:
 /// once `done` is set, the thread may return and the node is gone.
 #[repr(C)]
@@ -61,8 +65,13 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     let mut blocked: Option<Blocked> = None;
     // How long a thread spins before it parks. Fine-grained tasks often
     // finish within microseconds; spinning that long saves a futex sleep
-    // and wake on both sides.
-    let mut backoff = Backoff::new(64, 16);
+    // and wake on both sides. A runtime thread holds a permit while it
+    // spins, so it spins briefly and then hands its place over; a thread
+    // outside (the program's main thread awaiting a parallel loop's
+    // group) holds nothing, and yields for up to OUTSIDE_SPIN: on a busy
+    // machine each yield gives the core to whoever can run.
+    let mut backoff =
+        if threads::current().is_some() { Backoff::new(64, 16) } else { Backoff::timed(64, OUTSIDE_SPIN) };
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
     while !node.done.load(Ordering::Acquire) {
         if backoff.snooze() {
