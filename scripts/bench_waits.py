@@ -1,4 +1,4 @@
-"""The wait paths in make bench: the bench/waits/*.mlir programs of issue 19.
+"""The wait paths in make bench: the bench/waits/*.mlir programs (the idle phase and the wake).
 
 Two programs, each run on ours, the C++ runtime and the floor, interleaved
 like scripts/bench.py's workloads (round i runs every configuration once,
