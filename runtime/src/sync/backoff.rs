@@ -32,6 +32,7 @@ impl Backoff {
     const CLOCK_EVERY: u32 = 8;
 
     /// `spins` rounds of a spin-loop hint, then yields for `budget`.
+    #[cfg_attr(loom, allow(dead_code))] // loom models wait with counts only (`wait.rs`)
     pub(crate) const fn timed(spins: u32, budget: Duration) -> Backoff {
         Backoff { round: 0, spins, yields: u32::MAX - spins, budget: Some(budget), since: None }
     }

@@ -16,7 +16,21 @@ use crate::sync::{AtomicBool, Ordering};
 
 /// How long a thread outside the runtime yields before it parks in a
 /// blocking wait (see `wait`; README.md, "How a thread waits").
+#[cfg(not(loom))]
 const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// The backoff of a thread outside the runtime: timed, except under loom,
+/// whose models have no clock (every yield is a branch to explore, and a
+/// waiter that is never woken must park for loom to report the deadlock).
+#[cfg(not(loom))]
+fn outside_backoff() -> Backoff {
+    Backoff::timed(64, OUTSIDE_SPIN)
+}
+
+#[cfg(loom)]
+fn outside_backoff() -> Backoff {
+    Backoff::new(64, 16)
+}
 
 /// A waiter that wakes a blocked thread. It lives on that thread's stack:
 /// once `done` is set, the thread may return and the node is gone.
@@ -70,8 +84,7 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     // outside (the program's main thread awaiting a parallel loop's
     // group) holds nothing, and yields for up to OUTSIDE_SPIN: on a busy
     // machine each yield gives the core to whoever can run.
-    let mut backoff =
-        if threads::current().is_some() { Backoff::new(64, 16) } else { Backoff::timed(64, OUTSIDE_SPIN) };
+    let mut backoff = if threads::current().is_some() { Backoff::new(64, 16) } else { outside_backoff() };
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
     while !node.done.load(Ordering::Acquire) {
         if backoff.snooze() {
