@@ -320,13 +320,8 @@ def fmt_s(s: dict, key: str, unit_fmt: str = "{:.4f}") -> str:
     return unit_fmt.format(s[key])
 
 
-def time_cell(s: dict) -> str:
-    """Median seconds and the interquartile range as % of the median."""
-    if s.get("status") != "ok":
-        return s.get("status", "-")
-    med = s["elapsed_median_s"]
-    iqr = (s["elapsed_q3_s"] - s["elapsed_q1_s"]) / med * 100 if med else 0
-    return f"{med:.4f} ({iqr:.0f}%)"
+# Median and IQR cell: one function for bench.py and its two sibling modules.
+time_cell = bench_loops.time_cell
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:

@@ -113,21 +113,35 @@ class Kernel:
         self.reference: int | None = None
 
 
+def time_cell(s: dict, scale: float = 1.0, digits: int = 4) -> str:
+    """Median seconds (times `scale`: 1e6 for µs) and the interquartile
+    range as % of the median."""
+    if s.get("status") != "ok":
+        return s.get("status", "-")
+    med = s["elapsed_median_s"]
+    iqr = (s["elapsed_q3_s"] - s["elapsed_q1_s"]) / med * 100 if med else 0
+    return f"{med * scale:.{digits}f} ({iqr:.0f}%)"
+
+
+def pick(directory: Path, order: list[str], skip: bool, only: list[str] | None, make):
+    """The programs of `directory` (*.mlir), `order` first and the rest by
+    name, made with `make(path)`, and the --only names not among them.
+    None for the second value when --only was not given; no program when
+    `skip`. Shared by the loop kernels and bench_waits's programs."""
+    d = directory.resolve()
+    files = {p.stem: p for p in sorted(d.glob("*.mlir"))} if d.is_dir() else {}
+    names = [] if skip else [n for n in order if n in files] + sorted(set(files) - set(order))
+    if only is None:
+        return [make(files[n]) for n in names], None
+    return [make(files[n]) for n in names if n in only], [n for n in only if n not in files]
+
+
 def select(args, only: list[str] | None):
     """(kernels to run, the --only names left for bench.py's workloads).
 
     The second value is None when --only was not given, [] when it named
     kernels only."""
-    d = args.loops_dir.resolve()
-    files = {p.stem: p for p in sorted(d.glob("*.mlir"))} if d.is_dir() else {}
-    names = [n for n in ORDER if n in files] + sorted(set(files) - set(ORDER))
-    if args.no_loops:
-        names = []
-    if only is None:
-        return [Kernel(files[n]) for n in names], None
-    picked = [n for n in names if n in only]
-    return [Kernel(files[n]) for n in picked], \
-        [n for n in only if n not in files]
+    return pick(args.loops_dir, ORDER, args.no_loops, only, Kernel)
 
 
 def recipes(llvm_bin: Path, pf_options: str) -> dict[str, str]:

@@ -45,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 WAITS_DIR = REPO / "bench" / "waits"
 
-import bench_loops  # noqa: E402  (the one BENCH directive reader)
+import bench_loops  # noqa: E402  (the BENCH directive reader, the program picker, the table cell)
 
 # Display order; any other bench/waits/*.mlir is appended alphabetically.
 ORDER = ["one-task", "wake"]
@@ -107,15 +107,7 @@ def select(args, only: list[str] | None):
     value is None when --only was not given, as bench_loops.select's."""
     if getattr(args, "waits_repeat", 1) < 1:
         raise SystemExit("bench.py: --waits-repeat must be >= 1")
-    d = args.waits_dir.resolve()
-    files = {p.stem: p for p in sorted(d.glob("*.mlir"))} if d.is_dir() else {}
-    names = [n for n in ORDER if n in files] + sorted(set(files) - set(ORDER))
-    if args.no_waits:
-        names = []
-    if only is None:
-        return [Program(files[n]) for n in names], None
-    return [Program(files[n]) for n in names if n in only], \
-        [n for n in only if n not in files]
+    return bench_loops.pick(args.waits_dir, ORDER, args.no_waits, only, Program)
 
 
 # ------------------------------------------------------------ judging runs
@@ -222,11 +214,7 @@ def command(p: Program, rt: str, args, kit) -> list[str]:
 
 def us_cell(s: dict) -> str:
     """Median µs and the IQR as % of the median."""
-    if s.get("status") != "ok":
-        return s.get("status", "-")
-    med = s["elapsed_median_s"]
-    iqr = (s["elapsed_q3_s"] - s["elapsed_q1_s"]) / med * 100 if med else 0
-    return f"{med * 1e6:.1f} ({iqr:.0f}%)"
+    return bench_loops.time_cell(s, scale=1e6, digits=1)
 
 
 def harness_usable(args) -> str | None:
