@@ -60,6 +60,9 @@ def harness_json(cmd, env=None, timeout=600):
 def corpus(a):
     light = set(filter(None, a.light.split(',')))
     failures = 0
+    # The failing programs' lines again at the end: CI keeps only the tail
+    # of a long log, and the line that names the failure must be in it.
+    failed_lines = []
     total_start = time.time()
     print(f"explore: {a.schedules} schedule(s) per strategy from seed {a.seed}, then a replay "
           f"twice in one process; light programs ({', '.join(sorted(light)) or 'none'}): one "
@@ -82,15 +85,20 @@ def corpus(a):
         if no_reference:
             reference = None
         elif a.reference and not reference:
-            print(f"{row['name']:30} FAIL  no pipeline in the manifest: the reference needs it")
+            failed_lines.append(f"{row['name']:30} FAIL  no pipeline in the manifest: the reference needs it")
+            print(failed_lines[-1])
             failures += 1
             continue
         args, env = harness.for_row(a.harness, row, a.runtime, a.libs, reference)
         n = 1 if row['name'] in light else a.schedules
+        # A light program's deterministic run is millions of baton handoffs
+        # (nested-chain-1m: 5M steps, 70-110 s here, more on a slower CI
+        # machine): it gets its own, longer limit.
+        timeout = a.light_timeout if row['name'] in light else a.timeout
         if expected == 'xfail':
             start = time.time()
-            code, summary, err = harness_json(args + ['--json', '--timeout', str(a.timeout)], env,
-                                              timeout=a.timeout * 3)
+            code, summary, err = harness_json(args + ['--json', '--timeout', str(timeout)], env,
+                                              timeout=timeout * 3)
             secs = time.time() - start
             if code == 1 and summary and summary['failed']:
                 xfailed += 1
@@ -98,7 +106,8 @@ def corpus(a):
                       flush=True)
             else:
                 failures += 1
-                print(f"{row['name']:30} FAIL  XPASS: {why}, but it passed (exit {code})", flush=True)
+                failed_lines.append(f"{row['name']:30} FAIL  XPASS: {why}, but it passed (exit {code})")
+                print(failed_lines[-1], flush=True)
             continue
         runs = []
         if a.reference:
@@ -112,7 +121,7 @@ def corpus(a):
         for label, cmd in runs:
             start = time.time()
             try:
-                code, summary, err = harness_json(cmd + ['--timeout', str(a.timeout)], env, timeout=a.timeout * (n + 3))
+                code, summary, err = harness_json(cmd + ['--timeout', str(timeout)], env, timeout=timeout * (n + 3))
             except subprocess.TimeoutExpired:
                 code, summary, err = -1, None, 'timed out'
             secs = time.time() - start
@@ -129,7 +138,12 @@ def corpus(a):
         failures += 0 if ok else 1
         if a.reference and no_reference:
             cells.append(f'no reference ({no_reference_why} in the program)')
-        print(f"{row['name']:30} {'pass' if ok else 'FAIL'}  " + '; '.join(cells), flush=True)
+        line = f"{row['name']:30} {'pass' if ok else 'FAIL'}  " + '; '.join(cells)
+        print(line, flush=True)
+        if not ok:
+            failed_lines.append(line)
+    for line in failed_lines:
+        print(f"explore: failed: {line}")
     print(f"explore: {failures} program(s) failed, {xfailed} expected failure(s), "
           f"{time.time() - total_start:.0f} s")
     return 1 if failures else 0
@@ -260,7 +274,9 @@ def parse_args(argv=None):
     c.add_argument('--schedules', type=int, default=2)
     c.add_argument('--seed', type=int, default=1)
     c.add_argument('--light', default='', help='programs run with one schedule per strategy, no replay')
-    c.add_argument('--timeout', type=int, default=120)
+    c.add_argument('--timeout', type=int, default=120, help='seconds a run may take (jit-harness --timeout)')
+    c.add_argument('--light-timeout', type=int, default=600,
+                   help="seconds a run of a --light program may take")
     c.add_argument('--reference', metavar='FLOOR_SO',
                    help='also compare every run with the sequential reference, run on FLOOR_SO')
     c.add_argument('--mlir-bin', default=toolchain.bin_dir(),
