@@ -19,6 +19,15 @@ the first one rotating), --runs processes each:
               itself and prints after its checksum, followed by the 300 sorted
               latencies (checked here: sorted, and line 2 their median).
               Target: ours <= 10 us.
+    idle-cpu  (// BENCH-WAIT: runner, // BENCH-FIGURE: cpu) 2000 small tasks
+              awaited as a group, then main sleeps 50 ms (the runtime may
+              spin while it goes idle) and 500 ms more; the figure of a
+              process is the CPU time the whole process used in those 500
+              ms (clock()), which the program prints after its checksum,
+              followed by its CPU time in the 50 ms before and the number
+              of pauses that slept (checked here: 2). Target: ours <= 5 ms,
+              1% of the window: no thread of an idle runtime spins after a
+              bounded time.
 
 Ratios are medians of per-round ratios with their quartiles (bench.py's
 paired_ratio). A run that crashes, exits non-zero, times out, prints no
@@ -48,7 +57,7 @@ WAITS_DIR = REPO / "bench" / "waits"
 import bench_loops  # noqa: E402  (the BENCH directive reader, the program picker, the table cell)
 
 # Display order; any other bench/waits/*.mlir is appended alphabetically.
-ORDER = ["one-task", "wake"]
+ORDER = ["one-task", "wake", "idle-cpu"]
 
 # The issue's targets: (its text in the table, met?). `ours` is our
 # runtime's summary, `r` the program's ratios.
@@ -59,7 +68,15 @@ TARGETS = {
     "wake": ("ours <= 10 µs",
              lambda ours, r: ours.get("status") == "ok"
              and ours["elapsed_median_s"] * 1e6 <= 10.0),
+    "idle-cpu": ("ours <= 5000 µs of CPU in 500 ms idle",
+                 lambda ours, r: ours.get("status") == "ok"
+                 and ours["elapsed_median_s"] * 1e6 <= 5000.0),
 }
+
+# What the figure of a runner program is (// BENCH-FIGURE:), as the table
+# says it.
+FIGURES = {"latencies": "median execute-to-await-return",
+           "cpu": "process CPU in 500 ms idle"}
 
 # The harness's summary line (jit-harness/src/report.rs, Summary::line).
 SUMMARY = re.compile(
@@ -96,6 +113,10 @@ class Program:
                              f"not {self.tool}")
         self.expect = int(directive("EXPECT")) if self.tool == "runner" else None
         self.opt = directive("OPT", "-O3") if self.tool == "runner" else None
+        self.figure = directive("FIGURE", "latencies") if self.tool == "runner" else None
+        if self.figure is not None and self.figure not in FIGURES:
+            raise SystemExit(f"{path}: BENCH-FIGURE must be one of "
+                             f"{', '.join(FIGURES)}, not {self.figure}")
         self.pipeline = "tasks"
         self.lowered: Path | None = None
         self.llvm_ir: Path | None = None
@@ -184,13 +205,36 @@ def check_latencies(stdout: str, median_s: float, rounds: int,
     return None
 
 
-def judge_runner(res: dict, expect: int, kit) -> dict:
-    """A wake process under mlir-cpu-runner: bench.py's judge (checksum,
-    elapsed_s = the printed median), then the latencies' check."""
+def check_idle_cpu(stdout: str, num: re.Pattern) -> tuple[str | None, float | None]:
+    """(what is wrong with the idle-cpu program's lines 3 and 4, or None;
+    its CPU seconds while it went idle, line 3)."""
+    nums = [m.group(1) for line in stdout.splitlines()
+            if (m := num.match(line))]
+    if len(nums) != 4:
+        return f"{len(nums)} output lines, not 4", None
+    try:
+        cpu_window, settle, slept = float(nums[1]), float(nums[2]), int(nums[3])
+    except ValueError:
+        return "bad output", None
+    if cpu_window < 0 or settle < 0:
+        return "negative CPU time", None
+    if slept != 2:
+        return f"{2 - slept} pause(s) did not sleep", None
+    return None, settle
+
+
+def judge_runner(res: dict, expect: int, kit, figure: str = "latencies") -> dict:
+    """A process under mlir-cpu-runner: bench.py's judge (checksum,
+    elapsed_s = the printed figure: wake's median latency, idle-cpu's CPU
+    seconds), then the figure's own check (wake's sorted latencies,
+    idle-cpu's settle time and pauses)."""
     out = kit.judge(res, expect)
     if out["status"] == "ok":
-        wrong = check_latencies(res["stdout"], out["elapsed_s"], expect,
-                                kit.NUM)
+        if figure == "cpu":
+            wrong, out["settle_cpu_s"] = check_idle_cpu(res["stdout"], kit.NUM)
+        else:
+            wrong = check_latencies(res["stdout"], out["elapsed_s"], expect,
+                                    kit.NUM)
         if wrong:
             out["status"] = f"FAIL ({wrong})"
             out["stdout_tail"] = res["stdout"][-1500:]
@@ -248,6 +292,8 @@ def run(programs: list[Program], args, kit) -> tuple[bool, list[str]]:
                  "runs": {key[rt]: [] for rt in rts}, "summary": {}}
         if p.tool == "harness":
             entry["repeat"] = args.waits_repeat
+        else:
+            entry["figure"] = p.figure
         results[p.name] = entry
         if p.tool == "harness" and no_harness:
             p.lower_error = no_harness
@@ -270,7 +316,7 @@ def run(programs: list[Program], args, kit) -> tuple[bool, list[str]]:
                 raw = kit.run_child(command(p, rt, args, kit), args.timeout)
                 res = (judge_harness(raw, args.waits_repeat)
                        if p.tool == "harness" else
-                       judge_runner(raw, p.expect, kit))
+                       judge_runner(raw, p.expect, kit, p.figure))
                 res["round"] = i
                 res["loadavg_1min"] = os.getloadavg()[0]
                 entry["runs"][key[rt]].append(res)
@@ -299,7 +345,7 @@ def run(programs: list[Program], args, kit) -> tuple[bool, list[str]]:
         key = lambda rt: f"{e['tool']}/{rt}"  # noqa: E731
         measure = ("per run, harness median of "
                    f"{e.get('repeat')}" if e["tool"] == "harness" else
-                   "median execute-to-await-return")
+                   FIGURES[e.get("figure") or "latencies"])
         row = [n, measure] + [us_cell(s[rt]) for rt in rts]
         row.append(kit.ratio_cell(e, key("cxx"), key("ours")) if r else
                    s["ours"].get("status", "-"))
@@ -321,7 +367,9 @@ def run(programs: list[Program], args, kit) -> tuple[bool, list[str]]:
                f"{args.waits_repeat} --no-leak-check, one figure per process "
                "(its summary's median run; its histogram starts at 0.1 µs, so a figure "
                "of 0.1 is an upper bound);\nwake: mlir-cpu-runner, one "
-               "figure per process (the median of its 300 latencies). "
+               "figure per process (the median of its 300 latencies); "
+               "idle-cpu: mlir-cpu-runner, the process's CPU time in 500 ms "
+               "of idleness after its tasks. "
                "Times: median of the processes' figures, µs (IQR as % of the "
                "median).\nRatios: median of per-round ratios with Q1-Q3; "
                "C++/ours > 1: ours faster.")

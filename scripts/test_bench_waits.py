@@ -123,6 +123,42 @@ class JudgeWake(unittest.TestCase):
         self.assertEqual(j["status"], "FAIL (checksum)")
 
 
+class JudgeIdleCpu(unittest.TestCase):
+    """idle-cpu.mlir's output: the counter, the window's CPU seconds, the
+    settle's CPU seconds, the pauses that slept."""
+
+    def judge(self, stdout, rc=0):
+        return bench_waits.judge_runner(child(stdout=stdout, rc=rc), 1999000,
+                                        bench, "cpu")
+
+    def test_the_window_cpu_is_the_figure(self):
+        j = self.judge("1999000\n0.0012\n0.03\n2\n")
+        self.assertEqual(j["status"], "ok", j)
+        self.assertAlmostEqual(j["elapsed_s"], 0.0012)
+        self.assertAlmostEqual(j["settle_cpu_s"], 0.03)
+
+    def test_a_wrong_counter_fails(self):
+        self.assertEqual(self.judge("1998999\n0.0012\n0.03\n2\n")["status"],
+                         "FAIL (checksum)")
+
+    def test_a_pause_that_did_not_sleep_fails(self):
+        self.assertEqual(self.judge("1999000\n0.0012\n0.03\n1\n")["status"],
+                         "FAIL (1 pause(s) did not sleep)")
+
+    def test_missing_lines_fail(self):
+        self.assertEqual(self.judge("1999000\n0.0012\n0.03\n")["status"],
+                         "FAIL (3 output lines, not 4)")
+
+    def test_negative_cpu_fails(self):
+        self.assertEqual(self.judge("1999000\n-0.5\n0.03\n2\n")["status"],
+                         "FAIL (negative CPU time)")
+
+    def test_the_program_declares_the_cpu_figure(self):
+        p = bench_waits.Program(bench_waits.WAITS_DIR / "idle-cpu.mlir")
+        self.assertEqual((p.tool, p.figure, p.expect), ("runner", "cpu", 1999000))
+        self.assertEqual(sum(range(2000)), p.expect)
+
+
 class Statistics(unittest.TestCase):
     """The figures of a configuration and the per-round ratios, as
     bench_waits.run takes them from bench.py."""
@@ -190,20 +226,24 @@ class Select(unittest.TestCase):
 @unittest.skipUnless((LLVM_BIN / "mlir-opt").exists(),
                      "needs LLVM 19's mlir-opt (make setup)")
 class Lowering(unittest.TestCase):
-    def test_both_programs_lower_and_run_tasks(self):
+    def test_every_program_lowers_and_runs_tasks(self):
         out = Path(tempfile.mkdtemp())
         progs, _ = bench_waits.select(argparse.Namespace(
             waits_dir=bench_waits.WAITS_DIR, no_waits=False), None)
-        self.assertEqual([p.name for p in progs], ["one-task", "wake"])
+        self.assertEqual([p.name for p in progs], ["one-task", "wake", "idle-cpu"])
+        awaits = {"one-task": "mlirAsyncRuntimeAwaitToken",
+                  "wake": "mlirAsyncRuntimeAwaitToken",
+                  "idle-cpu": "mlirAsyncRuntimeAwaitAllInGroup"}
         for p in progs:
             bench.lower(p, LLVM_BIN, out, want_ir=True)
             self.assertIsNone(p.lower_error, p.name)
             called = set(bench_loops.CALL.findall(p.llvm_ir.read_text()))
             self.assertIn("mlirAsyncRuntimeExecute", called, p.name)
-            self.assertIn("mlirAsyncRuntimeAwaitToken", called, p.name)
+            self.assertIn(awaits[p.name], called, p.name)
         self.assertIn("usleep", set(bench_loops.CALL.findall(
             progs[1].llvm_ir.read_text())))
-
+        self.assertTrue({"usleep", "clock"} <= set(bench_loops.CALL.findall(
+            progs[2].llvm_ir.read_text())))
 
 if __name__ == "__main__":
     unittest.main()
