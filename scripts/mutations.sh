@@ -67,6 +67,13 @@ run 2-group-race-loom mutation-group-race caught "deadlock" -- \
 run 3-touch-after-free-loom mutation-touch-after-free caught "index out of bounds" -- \
     "${loom[@]}" --features mutation-touch-after-free --test loom_objects -- --exact last_drop_ref_against_completion_in_flight
 
+# (4) a thread waiting for idleness sleeps without its re-check under the
+# signal's lock: loom finds the last drainer's notification lost before the
+# sleep (the wait path's idle-drainer change rests on that re-check).
+run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
+    "${loom[@]}" --features mutation-idle-no-recheck --lib -- --exact \
+    instance::threads::loom_models::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
+
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -191,6 +191,24 @@ pub(crate) mod thread {
     }
 }
 
+/// A lock and condition variable for a thread that sleeps until it is
+/// told (the idle signal): std's, or loom's under `cfg(loom)`, where a std
+/// condvar would block the one OS thread loom runs a model on. Std's under
+/// TSan too, as before: only the lock built for TSan (`fork_safe`) differs
+/// there, and a condvar cannot wait on it.
+pub(crate) mod signal {
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+
+    /// Locks `mutex`, ignoring poisoning (see [`super::lock`]).
+    pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A cell whose contents are reached through a raw pointer, as
 /// `std::cell::UnsafeCell`, with loom's access checks under `cfg(loom)`:
 /// there, two accesses that are not ordered by the model's atomics fail

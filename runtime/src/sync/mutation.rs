@@ -1,5 +1,6 @@
-//! Test-only switches that bring back the C++ runtime's historic bugs, one
-//! cargo feature each (docs/reliability.md, scripts/mutations.sh). The rest
+//! Test-only switches that bring back the C++ runtime's historic bugs, and
+//! take out a re-check that the wait paths rest on, one cargo feature each
+//! (docs/reliability.md, scripts/mutations.sh). The rest
 //! of the runtime reads these constants and nothing else, so every switch
 //! is visible from this one file. Never enable them in a build anyone uses.
 
@@ -16,3 +17,9 @@ pub(crate) const GROUP_RACE: bool = cfg!(feature = "mutation-group-race");
 /// producer's reference (upstream's use after free: a mutex unlocked inside
 /// an object that may already be freed).
 pub(crate) const TOUCH_AFTER_FREE: bool = cfg!(feature = "mutation-touch-after-free");
+
+/// (4) A thread waiting for idleness (`wait_idle`, the destroy hook) goes
+/// to sleep after its spin without looking again under the signal's lock,
+/// so the last drainer's notification in between is lost (in production
+/// the wait's 100 ms safety net hides it; a loom model has no timeout).
+pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-recheck");

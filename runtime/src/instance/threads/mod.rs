@@ -40,7 +40,9 @@ use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
-use crate::sync::process::{lock, Condvar, Mutex};
+use crate::sync::process::{lock, Mutex};
+use crate::sync::signal;
+use crate::sync::mutation;
 use crate::sync::tls;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
@@ -590,13 +592,23 @@ impl Drop for Blocked<'_> {
 /// Threads waiting for a scheduler to become idle, and their wake-up.
 struct IdleSignal {
     waiters: AtomicUsize,
-    lock: Mutex<()>,
-    cv: Condvar,
+    lock: signal::Mutex<()>,
+    cv: signal::Condvar,
 }
 
 impl IdleSignal {
     fn new() -> IdleSignal {
-        IdleSignal { waiters: AtomicUsize::new(0), lock: Mutex::new(()), cv: Condvar::new() }
+        IdleSignal { waiters: AtomicUsize::new(0), lock: signal::Mutex::new(()), cv: signal::Condvar::new() }
+    }
+
+    /// The spin of a thread that waits for idleness. Fewer rounds in a loom
+    /// model, where every yield is a branch to explore.
+    fn backoff() -> Backoff {
+        if cfg!(loom) {
+            Backoff::new(1, 2)
+        } else {
+            Backoff::new(64, 32)
+        }
     }
 
     /// True while a thread waits for idleness: idle drainers then leave.
@@ -613,7 +625,7 @@ impl IdleSignal {
         // SeqCst, as the waiter's increment: either the waiter's check of
         // `is_idle` sees the drainer gone, or we see the waiter here.
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _guard = lock(&self.lock);
+            let _guard = signal::lock(&self.lock);
             self.cv.notify_all();
         }
     }
@@ -623,13 +635,18 @@ impl IdleSignal {
         self.waiters.fetch_add(1, Ordering::SeqCst);
         // Drainers without a task leave as soon as they see a waiter
         // (`run_drainer`): that takes a moment, not a sleep and a wake.
-        let mut backoff = Backoff::new(64, 32);
+        let mut backoff = IdleSignal::backoff();
         while !is_idle() && backoff.snooze() {}
-        let mut guard = lock(&self.lock);
+        let mut guard = signal::lock(&self.lock);
+        // The re-check under the lock: a drainer that left after the spin's
+        // last look notified before this thread waits, and only the lock
+        // orders the two (`notify` takes it). Mutation 4 skips it once.
+        let mut recheck = !mutation::IDLE_NO_RECHECK;
         let idle = loop {
-            if is_idle() {
+            if recheck && is_idle() {
                 break true;
             }
+            recheck = true;
             // A bounded wait: a safety net, not part of the protocol.
             let mut wait = Duration::from_millis(100);
             if let Some(deadline) = deadline {
@@ -816,5 +833,39 @@ mod loom_models {
     #[test]
     fn a_spare_expiring_while_a_push_is_in_flight() {
         push_while_the_only_spare_finishes(Duration::ZERO);
+    }
+
+    /// A thread waits for idleness (the harness between two runs, the
+    /// destroy hook) while the only drainer, out of tasks, goes through its
+    /// idle wait and leaves: it leaves at once once it sees the waiter,
+    /// else after one more look, as `run_drainer`. On the real
+    /// [`IdleSignal`] and [`Drainers`]: the waiter must hear of idleness
+    /// whichever comes first, its spin's last look, its re-check under the
+    /// signal's lock or its sleep. Without the re-check (mutation 4) loom
+    /// finds the notification lost before the sleep: a deadlock.
+    #[test]
+    fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
+        loom::model(|| {
+            let drainers = Arc::new(Drainers::new(1));
+            let idle = Arc::new(IdleSignal::new());
+            let queued = Arc::new(AtomicUsize::new(0));
+            assert_eq!(drainers.try_start(), Start::PoolJob);
+            let drainer = {
+                let (drainers, idle, queued) = (Arc::clone(&drainers), Arc::clone(&idle), Arc::clone(&queued));
+                thread::spawn(move || {
+                    if !idle.has_waiters() {
+                        thread::yield_now();
+                    }
+                    let after = drainers.leave(DrainerKind::PoolJob, true);
+                    match drainers.after_leave(after, || queued.load(Ordering::SeqCst) == 0) {
+                        AfterLeave::Idle => idle.notify(),
+                        other => panic!("the only drainer left an empty queue: {other:?}"),
+                    }
+                })
+            };
+            let is_idle = || drainers.snapshot().drainers() == 0 && queued.load(Ordering::SeqCst) == 0;
+            assert!(idle.wait(None, is_idle));
+            drainer.join().unwrap();
+        });
     }
 }
