@@ -198,15 +198,12 @@ pub(crate) mod thread {
 /// there, and a condvar cannot wait on it.
 pub(crate) mod signal {
     #[cfg(not(loom))]
-    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+    pub(crate) use super::process::{lock, Condvar, Mutex};
 
     #[cfg(loom)]
-    pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
-
-    /// Locks `mutex`, ignoring poisoning (see [`super::lock`]).
-    pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-        mutex.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    pub(crate) use super::lock;
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{Condvar, Mutex};
 }
 
 /// A cell whose contents are reached through a raw pointer, as
