@@ -40,9 +40,9 @@ use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
+use crate::sync::mutation;
 use crate::sync::process::{lock, Mutex};
 use crate::sync::signal;
-use crate::sync::mutation;
 use crate::sync::tls;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
@@ -74,8 +74,8 @@ pub(crate) struct Scheduler {
     /// machine (more workers than cores) every idle drainer that yields
     /// takes a core from a thread that has work; a drainer that leaves
     /// costs nothing but the start of a new one when work comes (20,000
-    /// fine-grained loops, 4 workers on 2 cores: 0.55 s with every idle
-    /// drainer spinning, 0.32 s with one; threads/README.md, "How a thread
+    /// fine-grained loops, 4 workers on 2 cores: 0.57 s with every idle
+    /// drainer spinning, 0.34 s with one; threads/README.md, "How a thread
     /// waits").
     spinning: AtomicUsize,
     max_spinning: usize,
