@@ -173,12 +173,16 @@ def run_child(cmd: list[str], timeout: float) -> dict:
 NUM = re.compile(r"^\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|-?inf)\s*$")
 
 
+def numbers(stdout: str) -> list[str]:
+    """The output lines that are one number each, in order, as text."""
+    return [m.group(1) for line in stdout.splitlines() if (m := NUM.match(line))]
+
+
 def judge(res: dict, expect: int, repeat: int = 1) -> dict:
     """Turns a raw child result into status / checksum / elapsed."""
     out = {"wall_s": res["wall_s"], "maxrss_kib": res["maxrss_kib"],
            "rc": res["rc"], "checksum": None, "elapsed_s": None}
-    nums = [m.group(1) for line in res["stdout"].splitlines()
-            if (m := NUM.match(line))]
+    nums = numbers(res["stdout"])
     if res["timeout"]:
         out["status"] = "FAIL (timeout)"
     elif res["rc"] < 0:

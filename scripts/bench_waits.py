@@ -183,13 +183,10 @@ def judge_harness(res: dict, repeat: int) -> dict:
     return out
 
 
-def check_latencies(stdout: str, median_s: float, rounds: int,
-                    num: re.Pattern) -> str | None:
+def check_latencies(nums: list[str], median_s: float, rounds: int) -> str | None:
     """What is wrong with the wake program's sorted latencies (lines 3...)
-    and its median (line 2), or None. num: a numeric output line (bench.py's
-    NUM)."""
-    nums = [m.group(1) for line in stdout.splitlines()
-            if (m := num.match(line))]
+    and its median (line 2), or None. nums: its numeric output lines
+    (bench.py's `numbers`)."""
     try:
         lat = [float(x) for x in nums[2:]]
     except ValueError:
@@ -205,11 +202,10 @@ def check_latencies(stdout: str, median_s: float, rounds: int,
     return None
 
 
-def check_idle_cpu(stdout: str, num: re.Pattern) -> tuple[str | None, float | None]:
+def check_idle_cpu(nums: list[str]) -> tuple[str | None, float | None]:
     """(what is wrong with the idle-cpu program's lines 3 and 4, or None;
-    its CPU seconds while it went idle, line 3)."""
-    nums = [m.group(1) for line in stdout.splitlines()
-            if (m := num.match(line))]
+    its CPU seconds while it went idle, line 3). nums: its numeric output
+    lines (bench.py's `numbers`)."""
     if len(nums) != 4:
         return f"{len(nums)} output lines, not 4", None
     try:
@@ -230,11 +226,11 @@ def judge_runner(res: dict, expect: int, kit, figure: str = "latencies") -> dict
     idle-cpu's settle time and pauses)."""
     out = kit.judge(res, expect)
     if out["status"] == "ok":
+        nums = kit.numbers(res["stdout"])
         if figure == "cpu":
-            wrong, out["settle_cpu_s"] = check_idle_cpu(res["stdout"], kit.NUM)
+            wrong, out["settle_cpu_s"] = check_idle_cpu(nums)
         else:
-            wrong = check_latencies(res["stdout"], out["elapsed_s"], expect,
-                                    kit.NUM)
+            wrong = check_latencies(nums, out["elapsed_s"], expect)
         if wrong:
             out["status"] = f"FAIL ({wrong})"
             out["stdout_tail"] = res["stdout"][-1500:]
