@@ -114,6 +114,18 @@ lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
 check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reaches every recipe, no network but the set-up, no unused dependency (make test)
 	@bash scripts/check-make.sh
 
+# Docs the code makes true: every repository path that a comment, a Cargo
+# manifest or a Markdown file names exists (scripts/check/doc_paths.py),
+# and every Markdown link and #anchor resolves (lychee, offline, pinned:
+# make setup installs it into target/tools).
+LYCHEE := $(CURDIR)/target/tools/bin/lychee
+check-docs: ## every path named in a comment, Cargo manifest or Markdown file exists; every Markdown link resolves (lychee --offline) (make test)
+	@$(PYTHON) scripts/check/doc_paths.py
+	@test -x $(LYCHEE) || { echo "check-docs: $(LYCHEE) is missing: run make setup once" >&2; exit 1; }
+	@$(LYCHEE) --offline --no-progress --include-fragments $$(git ls-files '*.md')
+test: check-docs
+.PHONY: check-docs
+
 check-layers: ## the runtime's layers: each module imports only from its layer and those lib.rs declares before it, no import cycle (make test)
 	@$(PYTHON) scripts/check-layers.py runtime/src
 test: check-layers

@@ -1,5 +1,5 @@
 //! Builds `csrc/tls.c` (the initial-exec thread-local slots, see
-//! `src/tls.rs`), and sets the link settings of the shared library.
+//! `src/sync/tls.rs`), and sets the link settings of the shared library.
 //!
 //! - `-z nodelete`: a `dlclose` (for example dropping a `libloading::Library`)
 //!   must never unmap code that a worker thread of the pool may still be

