@@ -120,9 +120,9 @@ check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reach
 # make setup installs it into target/tools).
 LYCHEE := $(CURDIR)/target/tools/bin/lychee
 check-docs: ## every path named in a comment, Cargo manifest or Markdown file exists; every Markdown link resolves (lychee --offline) (make test)
-	@$(PYTHON) scripts/check/doc_paths.py
 	@test -x $(LYCHEE) || { echo "check-docs: $(LYCHEE) is missing: run make setup once" >&2; exit 1; }
-	@$(LYCHEE) --offline --no-progress --include-fragments $$(git ls-files '*.md')
+	@rc=0; $(PYTHON) scripts/check/doc_paths.py || rc=1; \
+	  $(LYCHEE) --offline --no-progress --include-fragments $$(git ls-files '*.md') || rc=1; exit $$rc
 test: check-docs
 .PHONY: check-docs
 
