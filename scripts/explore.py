@@ -102,8 +102,8 @@ def corpus(a):
             secs = time.time() - start
             if code == 1 and summary and summary['failed']:
                 xfailed += 1
-                print(f"{row['name']:30} xfail ({why}; {summary.get('first_failure', '')[:160]}) {secs:.1f}s",
-                      flush=True)
+                print(f"expected failure: {row['name']}: {summary.get('first_failure', '')[:160]}; "
+                      f"{rules.xfail_note(row, why)} ({secs:.1f}s)", flush=True)
             else:
                 failures += 1
                 failed_lines.append(f"{row['name']:30} FAIL  XPASS: {why}, but it passed (exit {code})")

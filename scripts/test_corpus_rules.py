@@ -123,6 +123,35 @@ class RunCorpusSkips(unittest.TestCase):
             self.assertEqual(code, 0)
             self.assertEqual(sorted(c.started()), sorted(RUN_ON_OURS))
 
+    def test_an_expected_failure_is_one_line_without_the_dump(self):
+        import run_corpus
+        with tempfile.TemporaryDirectory() as tmp:
+            c = Corpus(tmp, [program('bug', xfail='rust-runtime')])
+            src = os.path.join(tmp, 'bug.mlir')
+            with open(src, 'w') as f:
+                f.write('// A lowering bug (docs/lowering-bugs.md).\n// XFAIL: rust-runtime\n')
+            with open(c.manifest) as f:
+                text = f.read().replace('/nonexistent/x.mlir', src)
+            with open(c.manifest, 'w') as f:
+                f.write(text)
+            # A harness that fails its check with a dump, and prints its
+            # one line when told the failure is expected.
+            with open(c.harness, 'w') as f:
+                f.write('#!/bin/sh\necho "jit-harness: run 1: check failed" >&2\necho "  Input was:" >&2\n'
+                        'case "$*" in *--verbose*) ;; *--expect-failure*) '
+                        'echo "expected failure: bug: 1 of 1 runs failed their check; $(echo "$*" | '
+                        'sed "s/.*--expect-failure \\(.*\\)/\\1/")"; exit 1;; esac\n'
+                        'echo "bug: 1 runs, 0 passed, 1 failed"; exit 1\n')
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                code = run_corpus.main(['--harness', c.harness, '--runtime', c.runtime, c.manifest])
+            self.assertEqual(code, 0)
+            lines = out.getvalue().splitlines()
+            self.assertEqual(lines[1], 'expected failure: bug: 1 of 1 runs failed their check; '
+                                       'XFAIL: rust-runtime, see docs/lowering-bugs.md')
+            self.assertEqual(lines[2], 'jit-harness: 0 passed, 0 failed, 1 expected failures, 0 skipped')
+            self.assertNotIn('Input was', out.getvalue())
+
 
 if __name__ == '__main__':
     unittest.main()

@@ -130,6 +130,17 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub save_output: Option<PathBuf>,
 
+    /// The program is expected to fail its check (lit's XFAIL); NOTE says why, e.g. `XFAIL:
+    /// rust-runtime, see docs/lowering-bugs.md`. Runs that fail only their check are not
+    /// described (no FileCheck dump) and the summary is one line, `expected failure: NAME: ...;
+    /// NOTE`. A hang, a leak or a crash is still described in full. The exit status is the same.
+    #[arg(long, value_name = "NOTE")]
+    pub expect_failure: Option<String>,
+
+    /// Describe failing runs in full (FileCheck's dump) even with --expect-failure.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
     /// The sequential reference, under its own heading.
     #[command(flatten)]
     pub reference: ReferenceFlags,

@@ -190,7 +190,7 @@ impl Exploration<'_> {
         if let Ok(mut t) = tally.lock() {
             t.summary.schedule = Some(summary);
         }
-        let mut reporter = Reporter::default();
+        let mut reporter = Reporter::new(cfg);
         let mut out = Vec::with_capacity(4096);
         let mut run = 0u64;
         let mut steps = plan.steps;

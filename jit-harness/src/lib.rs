@@ -275,6 +275,7 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         json: cli.json,
         reference,
         save_output: cli.save_output.clone(),
+        quiet_checks: cli.expect_failure.is_some() && !cli.verbose,
     };
     // The parser bounds the timeout (cli::MAX_TIMEOUT_SECS).
     let timeout = (cli.timeout > 0.0).then(|| Duration::from_secs_f64(cli.timeout));
@@ -312,6 +313,10 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
     watchdog.idle();
     drop(capture);
     drop(jit);
+    let mut summary = summary;
+    if let Some(note) = &cli.expect_failure {
+        summary.expect_failure(note);
+    }
     println!("{}", summary.render(cli.json));
     let all_ran = match &summary.schedule {
         // An exploration that found nothing ran every schedule.

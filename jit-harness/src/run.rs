@@ -28,6 +28,9 @@ pub struct RunConfig {
     pub reference: Option<crate::reference::Reference>,
     /// --save-output: where each run's output is written (the last one stays).
     pub save_output: Option<std::path::PathBuf>,
+    /// --expect-failure without --verbose: a run that fails only its check
+    /// is counted, not described.
+    pub quiet_checks: bool,
 }
 
 /// What one run gave.
@@ -136,18 +139,26 @@ pub fn run_once(
 }
 
 /// Describes failing runs on stderr: the first few in full, FileCheck's
-/// details once per distinct failure.
-#[derive(Default)]
+/// details once per distinct failure; none that only failed an expected
+/// check (`RunConfig::quiet_checks`).
 pub struct Reporter {
     reported: u64,
     /// Headlines already shown with their details: a repeated failure gets
     /// its one line only.
     explained: Vec<String>,
+    quiet_checks: bool,
 }
 
 impl Reporter {
+    pub fn new(cfg: &RunConfig) -> Reporter {
+        Reporter { reported: 0, explained: Vec::new(), quiet_checks: cfg.quiet_checks }
+    }
+
     pub fn report(&mut self, pb: &ProgressBar, result: &RunResult) {
         let Some(msg) = &result.failure else { return };
+        if self.quiet_checks && result.check_failed && !result.leaked {
+            return;
+        }
         self.reported += 1;
         if self.reported <= MAX_REPORTED {
             let mut text = format!("jit-harness: {msg}\n");
@@ -194,7 +205,7 @@ pub fn run_all(
     pb: &ProgressBar,
 ) -> Summary {
     let mut out = Vec::with_capacity(4096);
-    let mut reporter = Reporter::default();
+    let mut reporter = Reporter::new(cfg);
     for i in 1..=cfg.repeat {
         let result = run_once(cfg, i, check.as_deref_mut(), capture, watchdog, &mut out);
         reporter.report(pb, &result);
