@@ -18,7 +18,8 @@ to the repository root (so `src/sync/tls.rs` in runtime/build.rs means
 runtime/src/sync/tls.rs), then as the tail of any tracked path (a doc may
 name `src/abi/mod.rs` from the runtime's root); a bare file name may be any
 tracked file of that name. A word with a glob (`mlir-tests/*.mlir`) must
-match something. Not checked: URLs, absolute paths (`/usr/lib/llvm-19`),
+match something. Makefiles and shell scripts are read whole (a recipe names the script it
+runs). Not checked: URLs, absolute paths (`/usr/lib/llvm-19`),
 paths that leave the repository (`../shared/docs`), paths after a
 variable (`$(LLVM_PREFIX)/lib`, lit's `%S/lib`), what the build writes
 (target/, Output/), made-up names in capitals (`NAME.png`,
@@ -132,6 +133,10 @@ def texts(path, text):
     file and of a Cargo manifest's comments, the comments of a source."""
     base = os.path.basename(path)
     if base.endswith('.md'):
+        yield from enumerate(text.splitlines(), 1)
+        return
+    if base == 'Makefile' or base.endswith(('.mk', '.sh')):
+        # Recipes and scripts name the files they run: every line counts.
         yield from enumerate(text.splitlines(), 1)
         return
     if base.endswith('.py'):
@@ -267,6 +272,7 @@ def check_file(tree, path, text):
     problems = []
     for no, line in texts(path, text):
         line = re.sub(r'[a-z][a-z0-9+.-]*://\S+', ' ', line)  # URLs
+        line = line.replace('\\.', '.')  # a path in a regex: scripts/setup\.sh
         for m in WORD.finditer(line):
             word = m.group(1)
             if check_word(tree, path, word):

@@ -67,6 +67,12 @@ class DocPathsTest(unittest.TestCase):
         self.assertIn('docs/a.md:1: names scripts/run_corpus.py', out)
         self.assertIn('scripts/run.py:1: names mlir-tests/lib2/x.py', out)
 
+    def test_a_recipe_that_runs_a_missing_script_fails(self):
+        rc, out = self.run_check(self.repo({'mk/x.mk': 'x:\n\tbash scripts/gone.sh $(CORPUS_DIR)/y.ll\n'}))
+        self.assertEqual(rc, 1)
+        self.assertIn('mk/x.mk:2: names scripts/gone.sh', out)
+        self.assertNotIn('y.ll', out)
+
     def test_code_and_strings_are_not_comments(self):
         rc, out = self.run_check(self.repo({'runtime/src/abi/mod.rs': 'let p = "src/gone.rs";\n'}))
         self.assertEqual(rc, 0, out)
