@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The one jit-harness command line: every script that runs a program
-through jit-harness (run_corpus.py, stress.py, explore.py, bench.py,
-fuzz_lowering.py, bench-harness.sh) builds it here.
+through jit-harness (scripts/corpus/: run.py, stress.py, explore.py,
+fuzz_lowering.py; scripts/bench/: bench.py, harness_rate.sh) builds it here.
 
   command(harness, program_file, runtime, libs, ...)  any program
   for_row(harness, row, runtime, libs, ...)           a manifest row (or a

@@ -11,7 +11,7 @@ As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
     v.passes(policy=True)               the bare pass list, no anchor
     v.sequential()                      scf.parallel as sequential loops
     v.openmp_pipeline()                 scf.parallel on OpenMP (libomp)
-As a command (the Makefile, scripts/hot-symbols.sh, the README):
+As a command (the Makefile, scripts/bench/hot_symbols.sh, the README):
     pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
                  [--front PASS] [--sequential | --openmp]
         prints the pipeline of MLIR N (default 19, or P's version), with

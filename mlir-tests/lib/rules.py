@@ -12,8 +12,8 @@ Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
 `mlir-N`, as lit.cfg.py sets them.
 
 Used by lit.cfg.py (the features), corpus.py, and every script that runs
-corpus programs (run_corpus.py, stress.py, explore.py, compat.py,
-aot-test.sh through manifest.py).
+corpus programs (scripts/corpus/: run.py, stress.py, explore.py,
+compat.py, aot_test.sh through manifest.py).
 """
 import os
 import re

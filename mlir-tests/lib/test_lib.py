@@ -1,7 +1,7 @@
 """The corpus library's one manifest reader, harness command line and
 toolchain knob (mlir-tests/lib/manifest.py, harness.py, toolchain.py).
 
-    python3 -m unittest discover -s scripts -p 'test_corpus_lib.py'
+    python3 -m unittest discover -s mlir-tests/lib -p 'test_*.py'
 (run by lit: mlir-tests/scripts.test)
 """
 import os
@@ -10,8 +10,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                'mlir-tests', 'lib'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import manifest  # noqa: E402
 import toolchain  # noqa: E402

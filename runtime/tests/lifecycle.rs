@@ -28,7 +28,7 @@ const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
 /// `make test` runs the default, 1).
 const SCALE_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCALE";
 
-/// Sets the rounds of every scenario outright (`scripts/lifecycle-repeat.sh`
+/// Sets the rounds of every scenario outright (`scripts/check/lifecycle_repeat.sh`
 /// runs many short children).
 const ROUNDS_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_ROUNDS";
 

@@ -22,9 +22,9 @@ makes that configuration FAIL in the table; it is never dropped.
 
 The scf.parallel kernels of bench/loops run too, lowered three ways (async on
 ours / C++ / the floor, OpenMP on libomp, sequential as the checksum
-reference): scripts/bench_loops.py, its own tables after the main one.
+reference): scripts/bench/loops.py, its own tables after the main one.
 The wait-path programs of bench/waits (a one-task program under jit-harness
---repeat, the wake after a 2 ms pause) follow: scripts/bench_waits.py.
+--repeat, the wake after a 2 ms pause) follow: scripts/bench/waits.py.
 
 With --harness pointing to a built jit-harness, the same LLVM IR also runs
 through it (C++ and ours), so the JIT's own overhead (process wall time
@@ -53,7 +53,7 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BENCH_DIR = REPO / "bench"
 
 sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
@@ -61,8 +61,8 @@ import harness  # noqa: E402  (the one jit-harness command line)
 import lowering  # noqa: E402  (the one lowering recipe)
 import pipelines  # noqa: E402  (the project's one definition of the pipelines)
 import toolchain  # noqa: E402  (LLVM_PREFIX)
-import bench_loops  # noqa: E402  (bench/loops: parallel loops against OpenMP)
-import bench_waits  # noqa: E402  (bench/waits: the idle phase, the wake)
+import loops  # noqa: E402  (bench/loops: parallel loops against OpenMP)
+import waits  # noqa: E402  (bench/waits: the idle phase, the wake)
 
 # BENCH-PIPELINE kinds. Both are the pipeline of mlir-tests/lib/pipelines.txt
 # for the MLIR version of --llvm-bin (async.func lowering included);
@@ -84,7 +84,7 @@ class Workload:
     def __init__(self, path: Path):
         self.path = path
         self.name = path.stem
-        directive = bench_loops.directive_reader(path)
+        directive = loops.directive_reader(path)
 
         self.expect = int(directive("EXPECT"))
         self.pipeline = directive("PIPELINE", "tasks")
@@ -123,13 +123,13 @@ def lower(w: Workload, llvm_bin: Path, out: Path, want_ir: bool) -> None:
 
 
 def add_common_args(ap: argparse.ArgumentParser, out: Path) -> None:
-    """The options bench.py and bench_instr.py share: the runtimes, the
+    """The options bench.py and instr.py share: the runtimes, the
     programs, the toolchain (default: $LLVM_PREFIX's)."""
     ap.add_argument("--runtime", type=Path,
                     default=REPO / "target/release/libmlir_async_runtime.so",
                     help="our runtime library")
     ap.add_argument("--cxx", type=Path, default=Path(toolchain.tools()["cxx_runtime"]),
-                    help="the C++ reference runtime ('' to skip, bench_instr.py only)")
+                    help="the C++ reference runtime ('' to skip, instr.py only)")
     ap.add_argument("--out", type=Path, default=out, help=f"output directory (default {out})")
     ap.add_argument("--bench-dir", type=Path, default=BENCH_DIR,
                     help="directory of the *.mlir programs (default bench/)")
@@ -300,7 +300,7 @@ def paired_ratio(entry: dict, num: str, den: str) -> dict | None:
 
 # Short names of the runtimes, by configuration-key suffix.
 WHO = {"cxx": "C++", "ours": "ours", "floor": "floor",
-       "omp": "libomp", "seq": "sequential"}   # the last two: bench_loops
+       "omp": "libomp", "seq": "sequential"}   # the last two: loops
 
 
 def why_no_ratio(entry: dict, num: str, den: str) -> str:
@@ -325,7 +325,7 @@ def fmt_s(s: dict, key: str, unit_fmt: str = "{:.4f}") -> str:
 
 
 # Median and IQR cell: one function for bench.py and its two sibling modules.
-time_cell = bench_loops.time_cell
+time_cell = loops.time_cell
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
@@ -470,8 +470,8 @@ def main() -> int:
                     help="--repeat passed to jit-harness (default 1)")
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds before a run is killed and counted FAIL")
-    bench_loops.add_arguments(ap)
-    bench_waits.add_arguments(ap)
+    loops.add_arguments(ap)
+    waits.add_arguments(ap)
     args = ap.parse_args()
     args.llvm_lib = args.llvm_bin.parent / "lib"
     only = None
@@ -479,8 +479,8 @@ def main() -> int:
         only = [n for o in args.only for n in o.split(",") if n]
     if args.runs < 1:
         ap.error("--runs must be >= 1")
-    loop_kernels, only = bench_loops.select(args, only)
-    wait_programs, only = bench_waits.select(args, only)
+    loop_kernels, only = loops.select(args, only)
+    wait_programs, only = waits.select(args, only)
     required = [(args.runtime, "--runtime"), (args.cxx, "--cxx"),
                 (args.llvm_bin / "mlir-cpu-runner", "mlir-cpu-runner")]
     if args.floor is not None:
@@ -633,11 +633,11 @@ def main() -> int:
         print(table(rows, header))
         (args.out / "table.md").write_text(
             caption.replace("\n", " ") + "\n\n" + markdown(rows, header) + "\n")
-    loops_fail, loops_notes = bench_loops.run(loop_kernels, args,
+    loops_fail, loops_notes = loops.run(loop_kernels, args,
                                               sys.modules[__name__])
     any_fail |= loops_fail
     notes += loops_notes
-    waits_fail, waits_notes = bench_waits.run(wait_programs, args,
+    waits_fail, waits_notes = waits.run(wait_programs, args,
                                               sys.modules[__name__])
     any_fail |= waits_fail
     notes += waits_notes

@@ -4,7 +4,7 @@
 # separate `mlir-cpu-runner | FileCheck` processes (what lit does per run),
 # plus the harness's resident memory sampled over its N runs.
 #
-#   scripts/bench-harness.sh [-n N] [--runner-n M] [--program NAME]
+#   scripts/bench/harness_rate.sh [-n N] [--runner-n M] [--program NAME]
 #       [--harness PATH] [--runtime SO] [--llvm-bin DIR] [--corpus DIR]
 #
 # N defaults to 1000; M (the mlir-cpu-runner processes) defaults to N, capped
@@ -14,7 +14,7 @@
 # the LLVM dialect it was translated from (<id>.llvm.mlir) to mlir-cpu-runner.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$root/mlir-tests/lib
 n=1000
 runner_n=""

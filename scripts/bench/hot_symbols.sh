@@ -13,7 +13,7 @@
 # Re-run after changing the runtime or the toolchain; the runtime's test
 # `link_order` fails when the list has gone stale.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 LLVM_PREFIX=$(python3 mlir-tests/lib/toolchain.py prefix)
 LIB=$PWD/target/release/libmlir_async_runtime.so

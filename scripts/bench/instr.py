@@ -17,13 +17,13 @@ coroutine passes, llc -O0), and linked with a tiny driver (main calls the
 program's main, then __mlir_execution_engine_destroy) against each runtime:
 no JIT runs under valgrind, which keeps the gate fast and its counts
 repeatable. Allocations are counted from callgrind's call counts
-(scripts/callgrind_counts.py).
+(scripts/bench/callgrind.py).
 
-  scripts/bench_instr.py                     ours, floor and C++: a table
-  scripts/bench_instr.py --check             ours (and the floor) against
+  scripts/bench/instr.py                     ours, floor and C++: a table
+  scripts/bench/instr.py --check             ours (and the floor) against
                                              bench/instr-budget.json; exit 1
                                              when a number is > 3% above it
-  scripts/bench_instr.py --write-budget      store ours' numbers as the budget
+  scripts/bench/instr.py --write-budget      store ours' numbers as the budget
                                              (only lowers, unless --allow-raise)
 
 Exit status: 0 ok, 1 a check failed or a run failed, 2 usage or set-up error.
@@ -41,10 +41,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402  (scripts/bench.py: workloads and pipelines)
-import callgrind_counts  # noqa: E402
+import bench  # noqa: E402  (scripts/bench/bench.py: workloads and pipelines)
+import callgrind  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BUDGET = REPO / "bench" / "instr-budget.json"
 TOLERANCE = 0.03
 
@@ -77,7 +77,7 @@ GATES = [
 ]
 
 DRIVER_C = """\
-/* bench_instr.py: runs the compiled program's main, then the runner's
+/* instr.py: runs the compiled program's main, then the runner's
  * destroy hook, as mlir-cpu-runner would. It also provides the four
  * functions of libmlir_c_runner_utils the programs call (once each, outside
  * the measured work): that library pulls in libLLVM, whose loading would be
@@ -160,7 +160,7 @@ def measure(exe: Path, size: int, expect: int, cg_out: Path, args) -> dict:
         raise RuntimeError(f"{exe.name} BENCH_SIZE={size}: exit {r.returncode}, "
                            f"printed {got}, expected {expect}: "
                            f"{r.stderr.strip()[-800:]}")
-    c = callgrind_counts.parse_file(cg_out)
+    c = callgrind.parse_file(cg_out)
     return {"instructions": c.instructions,
             "allocations": c.total_allocations,
             "allocations_by_entry": dict(c.allocations), "seconds": secs}
@@ -219,7 +219,7 @@ BUDGET_COMMENT = (
     "Per-task callgrind costs of our runtime with one worker (make "
     "bench-instr). make test fails when a number is more than `tolerance` "
     "above its value here. After an improvement, lower it: make "
-    "bench-instr-budget (scripts/bench_instr.py --write-budget).")
+    "bench-instr-budget (scripts/bench/instr.py --write-budget).")
 
 
 def fmt_row(name: str, results: dict, runtimes: list[str],
@@ -284,19 +284,19 @@ def main() -> int:
         runtimes["C++"] = args.cxx
     for tool in (args.valgrind, args.cc):
         if shutil.which(tool) is None:
-            print(f"bench_instr.py: {tool} not found (make setup installs it)",
+            print(f"instr.py: {tool} not found (make setup installs it)",
                   file=sys.stderr)
             return 2
     for rt, p in runtimes.items():
         if not p.is_file():
-            print(f"bench_instr.py: {rt} runtime not found: {p}", file=sys.stderr)
+            print(f"instr.py: {rt} runtime not found: {p}", file=sys.stderr)
             return 2
         runtimes[rt] = p.resolve()
     budget = {}
     if args.budget.exists():
         budget = json.loads(args.budget.read_text())
     elif args.check:
-        print(f"bench_instr.py: no budget file {args.budget} "
+        print(f"instr.py: no budget file {args.budget} "
               "(write one with --write-budget)", file=sys.stderr)
         return 2
 
@@ -312,7 +312,7 @@ def main() -> int:
                 link(obj, p, exe, args)
                 exes[(rt, g.name)] = exe
     except SetupError as e:
-        print(f"bench_instr.py: {e}", file=sys.stderr)
+        print(f"instr.py: {e}", file=sys.stderr)
         return 2
 
     jobs = [(rt, g, size) for g in gates for rt in runtimes for size in g.sizes]

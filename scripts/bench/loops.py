@@ -15,11 +15,11 @@ calls __kmpc_fork_call, the async one calls mlirAsyncRuntimeExecute, the
 sequential one neither). One untimed run of the sequential lowering gives
 the reference checksum, which must equal BENCH-EXPECT; every timed run of
 every configuration must print that checksum, or it is FAIL (checksum) in
-the table. Runs are interleaved like scripts/bench.py's (round i runs every
+the table. Runs are interleaved like scripts/bench/bench.py's (round i runs every
 configuration once, the first one rotating), and the ratios are medians of
 per-run ratios within a round.
 
-scripts/bench.py imports this module and passes itself as `kit` (its run,
+scripts/bench/bench.py imports this module and passes itself as `kit` (its run,
 judge and statistics helpers), so there is one implementation of each and
 no import cycle. Kernel names given to --only are taken out here.
 """
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LOOPS_DIR = REPO / "bench" / "loops"
 
 sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
@@ -127,7 +127,7 @@ def pick(directory: Path, order: list[str], skip: bool, only: list[str] | None, 
     """The programs of `directory` (*.mlir), `order` first and the rest by
     name, made with `make(path)`, and the --only names not among them.
     None for the second value when --only was not given; no program when
-    `skip`. Shared by the loop kernels and bench_waits's programs."""
+    `skip`. Shared by the loop kernels and waits's programs."""
     d = directory.resolve()
     files = {p.stem: p for p in sorted(d.glob("*.mlir"))} if d.is_dir() else {}
     names = [] if skip else [n for n in order if n in files] + sorted(set(files) - set(order))

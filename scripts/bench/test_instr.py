@@ -1,14 +1,14 @@
 """Tests of the bench-instr gate's own logic (make bench-instr-check runs them).
 
-    python3 -m unittest discover -s scripts -p 'test_bench_instr.py'
+    python3 -m unittest discover -s scripts/bench -p 'test_instr.py'
 """
 import sys
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_instr  # noqa: E402
-import callgrind_counts  # noqa: E402
+import instr  # noqa: E402
+import callgrind  # noqa: E402
 
 # A callgrind output as valgrind 3.19 writes it (name compression on): the
 # program calls aligned_alloc (which calls malloc inside libc), operator new
@@ -54,7 +54,7 @@ totals: 12345
 
 class CallgrindCounts(unittest.TestCase):
     def test_counts_each_allocation_once(self):
-        c = callgrind_counts.parse(SAMPLE)
+        c = callgrind.parse(SAMPLE)
         self.assertEqual(c.instructions, 12345)
         # memalign 7 (its inner malloc is libc's), new 3 (its malloc is not
         # another allocation), malloc 2 from the recursive function.
@@ -64,13 +64,13 @@ class CallgrindCounts(unittest.TestCase):
 
     def test_demangled_operator_new_counts(self):
         text = SAMPLE.replace("_Znwm", "operator new(unsigned long)")
-        c = callgrind_counts.parse(text)
+        c = callgrind.parse(text)
         self.assertEqual(c.allocations["operator new(unsigned long)"], 3)
         self.assertEqual(c.total_allocations, 12)
 
     def test_truncated_output_is_an_error(self):
         with self.assertRaises(ValueError):
-            callgrind_counts.parse(SAMPLE.replace("totals: 12345\n", ""))
+            callgrind.parse(SAMPLE.replace("totals: 12345\n", ""))
 
 
 class Budget(unittest.TestCase):
@@ -83,31 +83,31 @@ class Budget(unittest.TestCase):
                             "allocations_per_task": allocs}}
 
     def test_within_tolerance_passes(self):
-        self.assertEqual(bench_instr.check(self.measured(1030.0, 4.0),
+        self.assertEqual(instr.check(self.measured(1030.0, 4.0),
                                            self.BUDGET, 0.03), [])
 
     def test_above_tolerance_fails_and_names_the_number(self):
-        bad = bench_instr.check(self.measured(1031.0, 4.0), self.BUDGET, 0.03)
+        bad = instr.check(self.measured(1031.0, 4.0), self.BUDGET, 0.03)
         self.assertEqual(len(bad), 1)
         self.assertIn("instructions_per_task", bad[0])
         self.assertIn("1031", bad[0])
 
     def test_one_more_allocation_per_task_fails(self):
-        bad = bench_instr.check(self.measured(900.0, 5.0), self.BUDGET, 0.03)
+        bad = instr.check(self.measured(900.0, 5.0), self.BUDGET, 0.03)
         self.assertEqual(len(bad), 1)
         self.assertIn("allocations_per_task", bad[0])
 
     def test_workload_missing_from_measurement_fails(self):
-        self.assertEqual(len(bench_instr.check({}, self.BUDGET, 0.03)), 1)
+        self.assertEqual(len(instr.check({}, self.BUDGET, 0.03)), 1)
 
     def test_writing_lowers_but_does_not_raise(self):
-        nb, kept = bench_instr.new_budget(self.measured(900.0, 4.5),
+        nb, kept = instr.new_budget(self.measured(900.0, 4.5),
                                           self.BUDGET, allow_raise=False)
         self.assertEqual(nb["workloads"]["fan-out"],
                          {"instructions_per_task": 900.0,
                           "allocations_per_task": 4.0})
         self.assertEqual(len(kept), 1)
-        nb, kept = bench_instr.new_budget(self.measured(900.0, 4.5),
+        nb, kept = instr.new_budget(self.measured(900.0, 4.5),
                                           self.BUDGET, allow_raise=True)
         self.assertEqual(nb["workloads"]["fan-out"]["allocations_per_task"], 4.5)
         self.assertEqual(kept, [])
@@ -116,20 +116,20 @@ class Budget(unittest.TestCase):
         old = {"workloads": dict(self.BUDGET["workloads"],
                                  chain={"instructions_per_task": 7.0,
                                         "allocations_per_task": 1.0})}
-        nb, _ = bench_instr.new_budget(self.measured(900.0, 4.0), old, False)
+        nb, _ = instr.new_budget(self.measured(900.0, 4.0), old, False)
         self.assertEqual(nb["workloads"]["chain"]["instructions_per_task"], 7.0)
         self.assertEqual(nb["workloads"]["fan-out"]["instructions_per_task"], 900.0)
 
     def test_per_task_is_the_difference_over_the_task_difference(self):
-        g = bench_instr.Gate("x", (10, 30), lambda n: n + 1, lambda n: n, "")
-        m = bench_instr.per_task(g, {"instructions": 1000, "allocations": 50},
+        g = instr.Gate("x", (10, 30), lambda n: n + 1, lambda n: n, "")
+        m = instr.per_task(g, {"instructions": 1000, "allocations": 50},
                                  {"instructions": 5000, "allocations": 110})
         self.assertEqual(m["instructions_per_task"], 200.0)
         self.assertEqual(m["allocations_per_task"], 3.0)
 
     def test_fib_task_count(self):
         # fib-spawn.mlir's header: fib(26) spawns 196,417 tasks.
-        fib = next(g for g in bench_instr.GATES if g.name == "fib-spawn")
+        fib = next(g for g in instr.GATES if g.name == "fib-spawn")
         self.assertEqual(fib.tasks(26), 196417)
         self.assertEqual(fib.expect(26), 121393)
 

@@ -1,6 +1,6 @@
-"""Tests of the wait-path benchmarks' own logic (scripts/bench_waits.py).
+"""Tests of the wait-path benchmarks' own logic (scripts/bench/waits.py).
 
-    python3 -m unittest discover -s scripts -p 'test_bench_waits.py'
+    python3 -m unittest discover -s scripts/bench -p 'test_waits.py'
 
 The lowering test needs LLVM 19's mlir-opt and mlir-translate (make setup);
 it is skipped with a reason without them.
@@ -14,9 +14,9 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402  (the kit bench_waits is given)
-import bench_loops  # noqa: E402
-import bench_waits  # noqa: E402
+import bench  # noqa: E402  (the kit waits is given)
+import loops  # noqa: E402
+import waits  # noqa: E402
 
 LLVM_BIN = Path(os.environ.get("LLVM_BIN") or bench.toolchain.bin_dir())
 
@@ -33,50 +33,50 @@ def child(stdout="", stderr="", rc=0, timeout=False):
 
 class ParseSummary(unittest.TestCase):
     def test_the_harness_line(self):
-        s = bench_waits.parse_summary(LINE)
+        s = waits.parse_summary(LINE)
         self.assertEqual((s["runs"], s["passed"], s["failed"], s["hung"],
                           s["leaked"]), (3000, 3000, 0, 0, 0))
         self.assertAlmostEqual(s["median_us"], 98.3)
         self.assertAlmostEqual(s["p99_us"], 473.5)
 
     def test_units_are_converted_to_microseconds(self):
-        s = bench_waits.parse_summary(
+        s = waits.parse_summary(
             "x: 5 runs, 5 passed, 0 failed, 0 hung, 0 leaked, "
             "median 1.25 ms, p99 2.00 s")
         self.assertAlmostEqual(s["median_us"], 1250.0)
         self.assertAlmostEqual(s["p99_us"], 2e6)
 
     def test_no_line(self):
-        self.assertIsNone(bench_waits.parse_summary("progress 3000/3000\n"))
+        self.assertIsNone(waits.parse_summary("progress 3000/3000\n"))
 
 
 class JudgeHarness(unittest.TestCase):
     def test_summary_on_stdout_or_stderr(self):
         for res in (child(stdout=LINE), child(stderr=LINE)):
-            j = bench_waits.judge_harness(res, 3000)
+            j = waits.judge_harness(res, 3000)
             self.assertEqual(j["status"], "ok")
             self.assertAlmostEqual(j["elapsed_s"], 98.3e-6)
 
     def test_missing_line_is_a_fail(self):
-        j = bench_waits.judge_harness(child(stdout="", stderr="jit: ok\n"), 3000)
+        j = waits.judge_harness(child(stdout="", stderr="jit: ok\n"), 3000)
         self.assertEqual(j["status"], "FAIL (no summary)")
         self.assertIsNone(j["elapsed_s"])
 
     def test_failed_runs_are_a_fail(self):
         line = LINE.replace("3000 passed, 0 failed", "2999 passed, 1 failed")
-        j = bench_waits.judge_harness(child(stdout=line, rc=0), 3000)
+        j = waits.judge_harness(child(stdout=line, rc=0), 3000)
         self.assertTrue(j["status"].startswith("FAIL (2999/3000 passed"), j)
 
     def test_fewer_runs_than_asked_are_a_fail(self):
-        j = bench_waits.judge_harness(child(stdout=LINE), 5000)
+        j = waits.judge_harness(child(stdout=LINE), 5000)
         self.assertTrue(j["status"].startswith("FAIL ("), j)
 
     def test_exit_status_and_signal(self):
-        self.assertEqual(bench_waits.judge_harness(
+        self.assertEqual(waits.judge_harness(
             child(stdout=LINE, rc=1), 3000)["status"], "FAIL (exit 1)")
-        self.assertEqual(bench_waits.judge_harness(
+        self.assertEqual(waits.judge_harness(
             child(rc=-11), 3000)["status"], "FAIL (SIGSEGV)")
-        self.assertEqual(bench_waits.judge_harness(
+        self.assertEqual(waits.judge_harness(
             child(stdout=LINE, timeout=True), 3000)["status"], "FAIL (timeout)")
 
 
@@ -93,7 +93,7 @@ class JudgeWake(unittest.TestCase):
     LAT = [(i % 37 + 3) * 1e-6 for i in range(300)]
 
     def judge(self, stdout, rc=0):
-        return bench_waits.judge_runner(child(stdout=stdout, rc=rc), 300, bench)
+        return waits.judge_runner(child(stdout=stdout, rc=rc), 300, bench)
 
     def test_the_median_is_the_figure(self):
         j = self.judge(wake_output(self.LAT))
@@ -128,7 +128,7 @@ class JudgeIdleCpu(unittest.TestCase):
     settle's CPU seconds, the pauses that slept."""
 
     def judge(self, stdout, rc=0):
-        return bench_waits.judge_runner(child(stdout=stdout, rc=rc), 1999000,
+        return waits.judge_runner(child(stdout=stdout, rc=rc), 1999000,
                                         bench, "cpu")
 
     def test_the_window_cpu_is_the_figure(self):
@@ -154,14 +154,14 @@ class JudgeIdleCpu(unittest.TestCase):
                          "FAIL (negative CPU time)")
 
     def test_the_program_declares_the_cpu_figure(self):
-        p = bench_waits.Program(bench_waits.WAITS_DIR / "idle-cpu.mlir")
+        p = waits.Program(waits.WAITS_DIR / "idle-cpu.mlir")
         self.assertEqual((p.tool, p.figure, p.expect), ("runner", "cpu", 1999000))
         self.assertEqual(sum(range(2000)), p.expect)
 
 
 class Statistics(unittest.TestCase):
     """The figures of a configuration and the per-round ratios, as
-    bench_waits.run takes them from bench.py."""
+    waits.run takes them from bench.py."""
 
     def test_median_iqr_and_per_round_ratio(self):
         runs = lambda xs: [{"status": "ok", "elapsed_s": x, "wall_s": 1.0,  # noqa: E731
@@ -176,17 +176,17 @@ class Statistics(unittest.TestCase):
         r = bench.paired_ratio(entry, "harness/cxx", "harness/ours")
         self.assertEqual([round(x, 3) for x in r["per_run"]], [0.5, 2.0, 0.5])
         self.assertAlmostEqual(r["median"], 0.5)
-        self.assertEqual(bench_waits.us_cell(entry["summary"]["harness/ours"]),
+        self.assertEqual(waits.us_cell(entry["summary"]["harness/ours"]),
                          "20.0 (125%)")
 
     def test_targets(self):
         ok = {"status": "ok", "elapsed_median_s": 9e-6}
         slow = {"status": "ok", "elapsed_median_s": 11e-6}
-        _, wake = bench_waits.TARGETS["wake"]
+        _, wake = waits.TARGETS["wake"]
         self.assertTrue(wake(ok, {}))
         self.assertFalse(wake(slow, {}))
         self.assertFalse(wake({"status": "FAIL (exit 1)"}, {}))
-        _, one = bench_waits.TARGETS["one-task"]
+        _, one = waits.TARGETS["one-task"]
         self.assertTrue(one(ok, {"cxx/ours": {"median": 1.0}}))
         self.assertFalse(one(ok, {"cxx/ours": {"median": 0.2}}))
         self.assertFalse(one(ok, {"cxx/ours": None}))
@@ -201,25 +201,25 @@ class Select(unittest.TestCase):
         self.args = argparse.Namespace(waits_dir=self.dir, no_waits=False)
 
     def test_all_in_display_order_without_only(self):
-        progs, rest = bench_waits.select(self.args, None)
+        progs, rest = waits.select(self.args, None)
         self.assertEqual([p.name for p in progs], ["one-task", "wake"])
         self.assertEqual([p.tool for p in progs], ["harness", "runner"])
         self.assertEqual(progs[1].expect, 300)
         self.assertIsNone(rest)
 
     def test_only_is_split(self):
-        progs, rest = bench_waits.select(self.args, ["fan-out", "wake"])
+        progs, rest = waits.select(self.args, ["fan-out", "wake"])
         self.assertEqual([p.name for p in progs], ["wake"])
         self.assertEqual(rest, ["fan-out"])
 
     def test_no_waits(self):
         self.args.no_waits = True
-        self.assertEqual(bench_waits.select(self.args, None), ([], None))
+        self.assertEqual(waits.select(self.args, None), ([], None))
 
     def test_bad_directive_names_the_file(self):
         (self.dir / "wake.mlir").write_text("// BENCH-WAIT: both\n")
         with self.assertRaises(SystemExit) as e:
-            bench_waits.select(self.args, None)
+            waits.select(self.args, None)
         self.assertIn("wake.mlir", str(e.exception))
 
 
@@ -228,8 +228,8 @@ class Select(unittest.TestCase):
 class Lowering(unittest.TestCase):
     def test_every_program_lowers_and_runs_tasks(self):
         out = Path(tempfile.mkdtemp())
-        progs, _ = bench_waits.select(argparse.Namespace(
-            waits_dir=bench_waits.WAITS_DIR, no_waits=False), None)
+        progs, _ = waits.select(argparse.Namespace(
+            waits_dir=waits.WAITS_DIR, no_waits=False), None)
         self.assertEqual([p.name for p in progs], ["one-task", "wake", "idle-cpu"])
         awaits = {"one-task": "mlirAsyncRuntimeAwaitToken",
                   "wake": "mlirAsyncRuntimeAwaitToken",
@@ -237,12 +237,12 @@ class Lowering(unittest.TestCase):
         for p in progs:
             bench.lower(p, LLVM_BIN, out, want_ir=True)
             self.assertIsNone(p.lower_error, p.name)
-            called = set(bench_loops.CALL.findall(p.llvm_ir.read_text()))
+            called = set(loops.CALL.findall(p.llvm_ir.read_text()))
             self.assertIn("mlirAsyncRuntimeExecute", called, p.name)
             self.assertIn(awaits[p.name], called, p.name)
-        self.assertIn("usleep", set(bench_loops.CALL.findall(
+        self.assertIn("usleep", set(loops.CALL.findall(
             progs[1].llvm_ir.read_text())))
-        self.assertTrue({"usleep", "clock"} <= set(bench_loops.CALL.findall(
+        self.assertTrue({"usleep", "clock"} <= set(loops.CALL.findall(
             progs[2].llvm_ir.read_text())))
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Runs bench/loops/trace/fine-grained-probe.mlir (the fine-grained kernel of
 bench/loops with a probe in every row: the thread that ran it, gettid, and
 the order in which the rows started, an atomic counter) lowered with the
-async recipe of scripts/bench_loops.py, under mlir-cpu-runner with our
+async recipe of scripts/bench/loops.py, under mlir-cpu-runner with our
 runtime and MLIR_ASYNC_RUNTIME_TRACE set, and answers, over all its loops:
 
   - which thread runs blocks 0..n-1 (the caller, or which worker);
@@ -34,9 +34,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_loops  # noqa: E402  (the kernels' directives and recipes)
+import loops  # noqa: E402  (the kernels' directives and recipes)
 
 PROBE = REPO / "bench" / "loops" / "trace" / "fine-grained-probe.mlir"
 
@@ -61,7 +61,7 @@ def threads_of_other_lowerings(k, args, tmp: Path) -> list[str]:
             lines.append(f"- {kind}: {libomp} not found")
             continue
         dst = tmp / f"probe.{kind}.llvm.mlir"
-        recipe = bench_loops.recipes(args.llvm_bin, k.pf_options)[kind]
+        recipe = loops.recipes(args.llvm_bin, k.pf_options)[kind]
         r = subprocess.run([str(args.llvm_bin / "mlir-opt"), str(k.path),
                             f"-pass-pipeline={recipe}", "-o", str(dst)],
                            capture_output=True, text=True)
@@ -99,7 +99,7 @@ def main() -> int:
     ap.add_argument("--runtime", type=Path,
                     default=REPO / "target/release/libmlir_async_runtime.so")
     ap.add_argument("--llvm-bin", type=Path,
-                    default=Path(bench_loops.toolchain.bin_dir()))
+                    default=Path(loops.toolchain.bin_dir()))
     ap.add_argument("--trace-view", type=Path,
                     default=REPO / "target/release/trace-view")
     ap.add_argument("--kernel", type=Path, default=PROBE)
@@ -118,11 +118,11 @@ def main() -> int:
             print(f"trace_loop.py: not found: {p}", file=sys.stderr)
             return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    k = bench_loops.Kernel(args.kernel)
+    k = loops.Kernel(args.kernel)
     tmp = Path(tempfile.mkdtemp(prefix="trace-loop-"))
     k_lib = args.llvm_bin.parent / "lib"
     lowered = tmp / "probe.llvm.mlir"
-    recipe = bench_loops.recipes(args.llvm_bin, k.pf_options)["async"]
+    recipe = loops.recipes(args.llvm_bin, k.pf_options)["async"]
     r = subprocess.run([str(args.llvm_bin / "mlir-opt"), str(k.path),
                         f"-pass-pipeline={recipe}", "-o", str(lowered)],
                        capture_output=True, text=True)
@@ -203,7 +203,7 @@ def main() -> int:
                     and e["tid"] == main_lane), key=lambda e: e["ts"])
     tasks = sorted((e for e in events if e.get("name") == "task"),
                    key=lambda e: e["ts"])
-    loops = []
+    spans = []
     ti = 0
     prev_end = None
     for w in waits:
@@ -215,7 +215,7 @@ def main() -> int:
             ti += 1
         if prev_end is not None and mine:
             last_end = max(t["ts"] + t["dur"] for t in mine)
-            loops.append({
+            spans.append({
                 "start": prev_end, "end": w_end,
                 "tasks": len(mine),
                 "first_task": mine[0]["ts"] - prev_end,
@@ -227,7 +227,7 @@ def main() -> int:
                 "per_lane": Counter(lanes[t["tid"]] for t in mine),
                 "routes": Counter(t["args"]["route"] for t in mine)})
         prev_end = w_end
-    stat = loops[args.skip:]
+    stat = spans[args.skip:]
     lane_tasks = Counter()
     routes = Counter()
     for lp in stat:
@@ -265,7 +265,7 @@ def main() -> int:
              f"({time.strftime('%Y-%m-%d %H:%M')} UTC)")
     L.append("")
     la = os.getloadavg()
-    L.append(f"`scripts/trace_loop.py`: `{args.kernel.relative_to(REPO)}`, "
+    L.append(f"`scripts/bench/trace_loop.py`: `{args.kernel.relative_to(REPO)}`, "
              f"{k.loops} loops of {rows} rows, async-parallel-for"
              f"{{{k.pf_options}}}, mlir-cpu-runner {k.opt}, our runtime with "
              f"MLIR_ASYNC_RUNTIME_TRACE; load average "

@@ -1,7 +1,7 @@
 """The wait paths in make bench: the bench/waits/*.mlir programs (the idle phase and the wake).
 
 Two programs, each run on ours, the C++ runtime and the floor, interleaved
-like scripts/bench.py's workloads (round i runs every configuration once,
+like scripts/bench/bench.py's workloads (round i runs every configuration once,
 the first one rotating), --runs processes each:
 
     one-task  (// BENCH-WAIT: harness) one async.execute with an empty body
@@ -34,8 +34,8 @@ paired_ratio). A run that crashes, exits non-zero, times out, prints no
 summary line (one-task) or a wrong checksum or median (wake) is FAIL in
 the table and never dropped from a median.
 
-scripts/bench.py imports this module and passes itself as `kit` (its
-lowering, run, judge, statistics and table helpers), as for bench_loops.py;
+scripts/bench/bench.py imports this module and passes itself as `kit` (its
+lowering, run, judge, statistics and table helpers), as for loops.py;
 program names given to --only are taken out here.
 """
 
@@ -51,10 +51,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WAITS_DIR = REPO / "bench" / "waits"
 
-import bench_loops  # noqa: E402  (the BENCH directive reader, the program picker, the table cell)
+import loops  # noqa: E402  (the BENCH directive reader, the program picker, the table cell)
 
 # Display order; any other bench/waits/*.mlir is appended alphabetically.
 ORDER = ["one-task", "wake", "idle-cpu"]
@@ -106,7 +106,7 @@ class Program:
     def __init__(self, path: Path):
         self.path = path
         self.name = path.stem
-        directive = bench_loops.directive_reader(path)
+        directive = loops.directive_reader(path)
         self.tool = directive("WAIT")
         if self.tool not in ("harness", "runner"):
             raise SystemExit(f"{path}: BENCH-WAIT must be harness or runner, "
@@ -125,10 +125,10 @@ class Program:
 
 def select(args, only: list[str] | None):
     """(programs to run, the --only names left for the others); the second
-    value is None when --only was not given, as bench_loops.select's."""
+    value is None when --only was not given, as loops.select's."""
     if getattr(args, "waits_repeat", 1) < 1:
         raise SystemExit("bench.py: --waits-repeat must be >= 1")
-    return bench_loops.pick(args.waits_dir, ORDER, args.no_waits, only, Program)
+    return loops.pick(args.waits_dir, ORDER, args.no_waits, only, Program)
 
 
 # ------------------------------------------------------------ judging runs
@@ -254,7 +254,7 @@ def command(p: Program, rt: str, args, kit) -> list[str]:
 
 def us_cell(s: dict) -> str:
     """Median µs and the IQR as % of the median."""
-    return bench_loops.time_cell(s, scale=1e6, digits=1)
+    return loops.time_cell(s, scale=1e6, digits=1)
 
 
 def harness_usable(args) -> str | None:

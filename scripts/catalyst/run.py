@@ -31,7 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench import markdown, quartiles, table  # noqa: E402  (scripts/bench.py)
+from bench import markdown, quartiles, table  # noqa: E402  (scripts/bench/bench.py)
 
 sys.path.insert(0, str(HERE))
 

@@ -2,7 +2,7 @@
 # The virtual environment of make catalyst (docs/catalyst.md): creates
 # target/catalyst-venv (or $CATALYST_VENV) and installs into it, from PyPI,
 # exactly the packages of scripts/catalyst/requirements.txt (pip --no-deps:
-# nothing else is resolved; wheels only). Called by scripts/setup.sh, the one
+# nothing else is resolved; wheels only). Called by scripts/toolchain/setup.sh, the one
 # set-up step that reaches the network. Does nothing, offline, when the
 # venv already holds that list (a stamp file records the list's checksum).
 #   setup-venv.sh           creates or updates the venv

@@ -272,7 +272,7 @@ def check_file(tree, path, text):
     problems = []
     for no, line in texts(path, text):
         line = re.sub(r'[a-z][a-z0-9+.-]*://\S+', ' ', line)  # URLs
-        line = line.replace('\\.', '.')  # a path in a regex: scripts/setup\.sh
+        line = line.replace('\\.', '.')  # a path in a regex: scripts/toolchain/setup\.sh
         for m in WORD.finditer(line):
             word = m.group(1)
             if check_word(tree, path, word):

@@ -10,7 +10,7 @@ reaches, `super::x` a sibling; comments are ignored.
 
 Also counts the files that sit in an import cycle (any cycle fails).
 
-usage: check-layers.py [SRC_DIR]   (default runtime/src)
+usage: layers.py [SRC_DIR]   (default runtime/src)
 Prints one line per violation and exits 1 if there is any; on a clean tree
 prints the layer order and '0 files in cycles'.
 """

@@ -5,9 +5,9 @@
 # child processes of the rounds the table below gives (a process per run
 # for the cheap ones, so each run gets its own fuzz seed). Prints one
 # "N passed, N failed" line per scenario, counting rounds. Usage:
-#   scripts/lifecycle-repeat.sh [TOTAL]      (default 1000)
+#   scripts/check/lifecycle_repeat.sh [TOTAL]      (default 1000)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 TOTAL=${1:-1000}
 cargo test --release -p mlir_async_runtime --test lifecycle --no-run 2> "${TMPDIR:-/tmp}/lifecycle-build.log" ||
   { cat "${TMPDIR:-/tmp}/lifecycle-build.log" >&2; exit 2; }

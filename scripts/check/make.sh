@@ -15,13 +15,13 @@
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
 #     installs what it should;
-#  4. make run's loop (scripts/run-corpus.sh) skips programs UNSUPPORTED on
+#  4. make run's loop (scripts/corpus/run.py) skips programs UNSUPPORTED on
 #     the runtime under test, and those that REQUIRE another, and lets XFAIL
 #     ones fail;
 #  5. no dependency declared in a Cargo.toml is unused (cargo-machete).
 # Prints one line per check, then "check-make: N passed, M failed".
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 MAKE=${MAKE:-make}
 passed=0 failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
@@ -117,8 +117,8 @@ if [ -z "$net" ]; then pass "make -n build install: no network step ($(echo "$dr
 # `make run`, the README's run command, calls the set-up first (as `make
 # test` does); with the toolchain present the set-up does nothing, offline.
 dry=$($MAKE --no-print-directory -n run 2>&1)
-net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
-if [ -z "$net" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
+net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/toolchain/setup\.sh$' || true)
+if [ -z "$net" ] && echo "$dry" | grep -qx 'bash scripts/toolchain/setup.sh'; then
   pass "make -n run: the set-up, then no network step"
 else
   fail "make -n run: expected the set-up and no other network step:" "$net"
@@ -127,10 +127,10 @@ fi
 # versions (compat-ci, fuzz-lowering-ci) come from the cache the set-up
 # filled, read with --offline.
 dry=$($MAKE --no-print-directory -n test 2>&1)
-net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
-fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh' || true)
+net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/toolchain/setup\.sh$' || true)
+fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol_binding\.py|fetch_mlir\.sh' || true)
 online=$(echo "$fetch" | grep -v -- '--offline' || true)
-if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
+if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/toolchain/setup.sh'; then
   pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline)"
 else
   fail "make -n test: a network step besides the set-up:" ${net:+"$net"} ${online:+"$online"}
@@ -138,7 +138,7 @@ fi
 offline=$($MAKE --no-print-directory -s -f Makefile -f - print-offline <<<'print-offline: ; @echo "$$CARGO_NET_OFFLINE"' 2>&1)
 [ "$offline" = true ] && pass "cargo runs with CARGO_NET_OFFLINE=true" || fail "CARGO_NET_OFFLINE in recipes is '$offline', not true"
 if unshare -n true 2>/dev/null; then
-  if unshare -n bash scripts/setup.sh >"$stage.log" 2>&1; then
+  if unshare -n bash scripts/toolchain/setup.sh >"$stage.log" 2>&1; then
     pass "with the toolchain present, the set-up runs without a network"
   else
     fail "the set-up failed without a network (is the toolchain complete?):" "$(tail -5 "$stage.log")"
@@ -164,7 +164,7 @@ else
 fi
 
 # ---- 4. make run honours the manifest's markers ----------------------------------
-# scripts/run-corpus.sh with a stand-in harness that logs the programs it is
+# scripts/corpus/run.py with a stand-in harness that logs the programs it is
 # started on and fails on the one named "fails".
 fake=$stage/fake-harness
 printf '#!/bin/sh\necho "$1" >>%s/started\ncase "$1" in *fails.ll) exit 1;; esac\n' "$stage" >"$fake"
@@ -177,28 +177,28 @@ touch "$stage/runtime.so"
   printf 'ours\tours.ll\tc\t-\tmain\tvoid\t-\trust-runtime\t-\t-\ts\n'
   printf 'fails\tfails.ll\tc\t-\tmain\tvoid\t-\t-\tcxx-runtime\t-\ts\n'
 } >"$stage/manifest.tsv"
-run_log=$(bash scripts/run-corpus.sh --harness "$fake" --runtime "$stage/runtime.so" --kind cxx "$stage/manifest.tsv" 2>&1)
+run_log=$(python3 scripts/corpus/run.py --harness "$fake" --runtime "$stage/runtime.so" --kind cxx "$stage/manifest.tsv" 2>&1)
 status=$?
 if [ $status -eq 0 ] && [ "$(sort "$stage/started" | tr '\n' ' ')" = "fails.ll plain.ll " ] \
    && echo "$run_log" | grep -q '^hangs: skipped (unsupported on cxx-runtime)$' \
    && echo "$run_log" | grep -q '^jit-harness: 1 passed, 0 failed, 1 expected failures, 2 skipped$'; then
   pass "make run (cxx-runtime) never starts an UNSUPPORTED program, skips REQUIRES, allows XFAIL"
 else
-  fail "scripts/run-corpus.sh --kind cxx (status $status, started: $(tr '\n' ' ' <"$stage/started" 2>/dev/null)):" "$run_log"
+  fail "scripts/corpus/run.py --kind cxx (status $status, started: $(tr '\n' ' ' <"$stage/started" 2>/dev/null)):" "$run_log"
 fi
 rm -f "$stage/started"
-run_log=$(bash scripts/run-corpus.sh --harness "$fake" --runtime "$stage/runtime.so" --kind rust "$stage/manifest.tsv" 2>&1)
+run_log=$(python3 scripts/corpus/run.py --harness "$fake" --runtime "$stage/runtime.so" --kind rust "$stage/manifest.tsv" 2>&1)
 if [ $? -ne 0 ] && [ "$(sort "$stage/started" | tr '\n' ' ')" = "fails.ll hangs.ll ours.ll plain.ll " ]; then
   pass "make run (rust-runtime) runs the others and fails on an unexpected failure"
 else
-  fail "scripts/run-corpus.sh --kind rust:" "$run_log"
+  fail "scripts/corpus/run.py --kind rust:" "$run_log"
 fi
 
 # ---- 5. no declared dependency is unused -------------------------------------------
 # cargo-machete (pinned, installed by make setup) over every Cargo.toml of
 # the repository: a dependency, dev- or build-dependency whose name no
 # source file of its package mentions.
-source scripts/toolchain.sh
+source scripts/toolchain/packages.sh
 if ! machete_present; then
   fail "cargo-machete $MACHETE_VERSION is not in $TOOLS_ROOT: run \`make setup\`"
 else

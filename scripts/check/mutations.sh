@@ -4,12 +4,12 @@
 # catches it, for the reason we expect; and check that the same tests pass
 # with every switch off.
 #
-#   scripts/mutations.sh            loom + teardown detectors (make mutations, make test)
-#   scripts/mutations.sh --asan     also AddressSanitizer on the use after free (nightly)
+#   scripts/check/mutations.sh            loom + teardown detectors (make mutations, make test)
+#   scripts/check/mutations.sh --asan     also AddressSanitizer on the use after free (nightly)
 #
 # Exit status: 0 when every mutation is caught and the baseline passes.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 CARGO=${CARGO:-cargo}
 ASAN=0

@@ -61,10 +61,10 @@ class DocPathsTest(unittest.TestCase):
 
     def test_markdown_prose_and_python_docstrings_are_read(self):
         rc, out = self.run_check(self.repo({
-            'docs/a.md': 'the runner is `scripts/run_corpus.py`\n',
+            'docs/a.md': 'the runner is `scripts/corpus/run.py`\n',
             'scripts/run.py': '"""Reads mlir-tests/lib2/x.py."""\n'}))
         self.assertEqual(rc, 1)
-        self.assertIn('docs/a.md:1: names scripts/run_corpus.py', out)
+        self.assertIn('docs/a.md:1: names scripts/corpus/run.py', out)
         self.assertIn('scripts/run.py:1: names mlir-tests/lib2/x.py', out)
 
     def test_a_recipe_that_runs_a_missing_script_fails(self):

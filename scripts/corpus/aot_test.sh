@@ -16,12 +16,12 @@
 #     linkages.
 # Prints one line per check, then "aot-test: N passed, M failed".
 #
-# Usage: scripts/aot-test.sh --prefix DIR --manifest FILE
+# Usage: scripts/corpus/aot_test.sh --prefix DIR --manifest FILE
 #            [--llvm-prefix P] [--out DIR] [NAME...]
 #   NAME...  only these corpus programs (default: all of the manifest)
 set -uo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 lib=$root/mlir-tests/lib
 prefix="" manifest="" llvm=$(python3 "$lib/toolchain.py" prefix) out=$root/target/aot only=()
 while [ $# -gt 0 ]; do

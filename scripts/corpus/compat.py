@@ -5,7 +5,7 @@ matrix: program x version x runtime (make compat; make test runs MLIR 22).
 
 For each MLIR version N of mlir-tests/lib/pipelines.txt (or --versions):
   1. the toolchain: MLIR 19 is the installed one ($LLVM_PREFIX); every
-     other version is fetched, never installed, by scripts/compat-fetch.sh
+     other version is fetched, never installed, by scripts/toolchain/fetch_mlir.sh
      into target/compat/N (cached: reruns need no network);
   2. the corpus is lowered with that version's mlir-opt by the corpus's one
      recipe (mlir-tests/lib/corpus.py lower_all: RUN-line stage 1 with
@@ -35,17 +35,17 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
 import pipelines  # noqa: E402
 import rules  # noqa: E402
 import toolchain as toolchain_lib  # noqa: E402
 
-SYSTEM_VERSION = pipelines.DEFAULT_VERSION     # installed by scripts/setup.sh
+SYSTEM_VERSION = pipelines.DEFAULT_VERSION     # installed by scripts/toolchain/setup.sh
 SYSTEM_PREFIX = toolchain_lib.llvm_prefix()
 KINDS = ('cxx', 'rust')
-README_BEGIN = '<!-- compat-matrix:begin (scripts/compat.py writes this block) -->'
+README_BEGIN = '<!-- compat-matrix:begin (scripts/corpus/compat.py writes this block) -->'
 README_END = '<!-- compat-matrix:end -->'
 
 
@@ -98,7 +98,7 @@ def toolchain(version, a):
     if not os.path.exists(listing):
         if a.offline:
             sys.exit('compat: MLIR %d is not in %s (run without --offline)' % (version, a.cache))
-        subprocess.run(['bash', os.path.join(REPO, 'scripts', 'compat-fetch.sh'),
+        subprocess.run(['bash', os.path.join(REPO, 'scripts', 'toolchain', 'fetch_mlir.sh'),
                         '--cache', a.cache, str(version)], check=True)
     with open(listing) as f:
         lines = [l.strip() for l in f if not l.startswith('#') and l.strip()]
@@ -267,7 +267,7 @@ def main():
     lines, notes = matrix(results, a.versions, names)
     errors = verdict(results, a.versions, names)
     text = '\n'.join(
-        ['Async runtime compatibility, %s (scripts/compat.py)'
+        ['Async runtime compatibility, %s (scripts/corpus/compat.py)'
          % datetime.date.today().isoformat(),
          'c++: the MLIR version\'s own libmlir_async_runtime.so; ours: %s'
          % os.path.relpath(os.path.abspath(a.runtime), REPO), '']

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
 import harness  # noqa: E402
 import pipelines  # noqa: E402

@@ -2,9 +2,9 @@
 """Runs every program of the lowered corpus (target/corpus/manifest.tsv,
 written by `make corpus`) through jit-harness, N checked runs each, against
 one runtime library; one result row per program, then a summary line.
-This is `make run` (through scripts/run-corpus.sh).
+This is `make run` (mk/harness.mk).
 
-  scripts/run_corpus.py --harness H --runtime SO [--runner-utils A.so,B.so]
+  scripts/corpus/run.py --harness H --runtime SO [--runner-utils A.so,B.so]
       [--kind rust|cxx|floor] [--llvm-prefix P] [--repeat N] [--timeout S] MANIFEST
 
 The runtime's kind (lit's feature rust-runtime, cxx-runtime or
@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
 import harness  # noqa: E402
 import manifest  # noqa: E402
@@ -34,7 +34,7 @@ import toolchain  # noqa: E402
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog='run-corpus', description=__doc__,
+    ap = argparse.ArgumentParser(prog='run.py', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--harness', required=True)
     ap.add_argument('--runtime', required=True)
@@ -77,14 +77,14 @@ def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     for f in (a.harness, a.runtime, a.manifest):
         if not os.path.exists(f):
-            print('run-corpus: %s not found' % f, file=sys.stderr)
+            print('run.py: %s not found' % f, file=sys.stderr)
             return 2
     try:
         rows = manifest.read(a.manifest)
         kind = a.kind or rules.runtime_kind(a.runtime, a.llvm_prefix)
         feats = rules.features(kind, toolchain.mlir_version(a.llvm_prefix).number)
     except ValueError as e:
-        print('run-corpus: %s' % e, file=sys.stderr)
+        print('run.py: %s' % e, file=sys.stderr)
         return 2
     feature = kind + '-runtime'
     total = bad = skipped = xfailed = 0

@@ -12,8 +12,8 @@ it, through mlir-tests/lib/corpus.py):
 Prints a table (program, mode, runs, failed, hung, leaked, seconds) and
 exits 1 on any failure, hang or leak (2 on a usage or setup error).
 
-  scripts/stress.py --runs 10000 --procs 200          # make stress
-  scripts/stress.py --runs 300 --procs 10             # make stress-ci
+  scripts/corpus/stress.py --runs 10000 --procs 200          # make stress
+  scripts/corpus/stress.py --runs 300 --procs 10             # make stress-ci
 """
 import argparse
 import concurrent.futures
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
 import harness  # noqa: E402

@@ -15,7 +15,7 @@ mlir-tests/Inputs/symbol-binding.mlir is lowered with N's pipeline, then
 2. (MLIR 17 and later, whose execution engine calls the init hooks) run by
    two engines in one process, one after the other, the first given the C++
    runtime and the second ours, and in the other order
-   (scripts/two-engines.cpp, compiled against N's headers and libraries).
+   (scripts/corpus/two_engines.cpp, compiled against N's headers and libraries).
 
 Which runtime ran shows twice: the program first prints the runtime's worker
 count, with MLIR_ASYNC_RUNTIME_WORKERS=W set (ours says W, the C++ runtime
@@ -26,7 +26,7 @@ last, the C++ runtime when its hook came last, ours alone; in 2, each
 engine runs the runtime it was given. Before our hook filled the map, the
 C++ runtime ran wherever it was loaded first.
 
-Versions other than 19 are fetched like make compat (scripts/compat-fetch.sh
+Versions other than 19 are fetched like make compat (scripts/toolchain/fetch_mlir.sh
 into target/compat/N, with --dev for the headers of 2). Prints one line per
 check and a verdict; exit status 1 on any failure.
 """
@@ -37,14 +37,14 @@ import re
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(REPO, 'mlir-tests', 'lib'))
 import corpus  # noqa: E402
 import pipelines  # noqa: E402
 import toolchain  # noqa: E402
 
 PROGRAM = os.path.join(REPO, 'mlir-tests', 'Inputs', 'symbol-binding.mlir')
-DRIVER = os.path.join(REPO, 'scripts', 'two-engines.cpp')
+DRIVER = os.path.join(REPO, 'scripts', 'corpus', 'two_engines.cpp')
 RESULT = ['42', '1']
 # Our worker count in these runs: anything but the machine's parallelism,
 # which the C++ runtime reports.
@@ -79,7 +79,7 @@ def one_library(pattern_dirs, names):
 
 
 def build_driver(version, prefix, out, a):
-    """scripts/two-engines.cpp compiled against MLIR `version`."""
+    """scripts/corpus/two_engines.cpp compiled against MLIR `version`."""
     if version == pipelines.DEFAULT_VERSION:
         include = os.path.join(prefix, 'include')
     else:
@@ -202,7 +202,7 @@ def main():
                     help='toolchain cache (default: %(default)s)')
     ap.add_argument('--offline', action='store_true', help='never fetch')
     ap.add_argument('--timeout', type=float, default=120, help='seconds per run')
-    ap.add_argument('--cxx', default='g++', help='C++ compiler for scripts/two-engines.cpp')
+    ap.add_argument('--cxx', default='g++', help='C++ compiler for scripts/corpus/two_engines.cpp')
     a = ap.parse_args()
     try:
         versions = [int(v) for v in a.versions.split(',') if v.strip()]

@@ -1,4 +1,4 @@
-"""Unit tests of scripts/fuzz_lowering.py: the model of async-parallel-for's
+"""Unit tests of scripts/corpus/fuzz_lowering.py: the model of async-parallel-for's
 aligned-block bug against the shapes measured by hand (docs/lowering-bugs.md),
 and the generator's output lines (make fuzz-lowering-ci runs them)."""
 import os

@@ -3,7 +3,7 @@ runs corpus programs: a program UNSUPPORTED on our runtime is never
 started, by make run, stress or explore; XFAIL and REQUIRES are lit
 boolean expressions, not substrings.
 
-    python3 -m unittest discover -s scripts -p 'test_corpus_rules.py'
+    python3 -m unittest discover -s scripts/corpus -p 'test_skips.py'
 (run by lit: mlir-tests/scripts.test)
 """
 import contextlib
@@ -17,7 +17,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'mlir-tests', 'lib'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'mlir-tests', 'lib'))
 
 import explore  # noqa: E402
 import stress  # noqa: E402
@@ -114,17 +114,17 @@ class ExploreSkips(unittest.TestCase):
 
 class RunCorpusSkips(unittest.TestCase):
     def test_make_run_starts_only_the_programs_lit_runs(self):
-        import run_corpus
+        import run
         with tempfile.TemporaryDirectory() as tmp:
             c = Corpus(tmp, PROGRAMS)
             with contextlib.redirect_stdout(io.StringIO()):
-                code = run_corpus.main(['--harness', c.harness, '--runtime', c.runtime,
+                code = run.main(['--harness', c.harness, '--runtime', c.runtime,
                                         '--runner-utils', '', '--repeat', '1', c.manifest])
             self.assertEqual(code, 0)
             self.assertEqual(sorted(c.started()), sorted(RUN_ON_OURS))
 
     def test_an_expected_failure_is_one_line_without_the_dump(self):
-        import run_corpus
+        import run
         with tempfile.TemporaryDirectory() as tmp:
             c = Corpus(tmp, [program('bug', xfail='rust-runtime')])
             src = os.path.join(tmp, 'bug.mlir')
@@ -144,7 +144,7 @@ class RunCorpusSkips(unittest.TestCase):
                         'echo "bug: 1 runs, 0 passed, 1 failed"; exit 1\n')
             out = io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                code = run_corpus.main(['--harness', c.harness, '--runtime', c.runtime, c.manifest])
+                code = run.main(['--harness', c.harness, '--runtime', c.runtime, c.manifest])
             self.assertEqual(code, 0)
             lines = out.getvalue().splitlines()
             self.assertEqual(lines[1], 'expected failure: bug: 1 of 1 runs failed their check; '

@@ -1,6 +1,6 @@
 // Two MLIR execution engines in one process, one after the other, each
 // given its own async runtime library: what a C++ (or Python) host does when
-// it JIT-compiles several modules. scripts/symbol-binding.py builds this
+// it JIT-compiles several modules. scripts/corpus/symbol_binding.py builds this
 // against one MLIR version's headers and libraries (19 and 22) and checks
 // which runtime each engine's program ran on.
 //

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Checks, without installing anything and without the network, that the
-# toolchain of scripts/toolchain.sh is present: the Debian packages, the
+# toolchain of scripts/toolchain/packages.sh is present: the Debian packages, the
 # Rust crates of Cargo.lock in cargo's cache and, with --lit, lit and
 # psutil. Prints what is missing and exits 1; silent and 0 when all is
 # there. `make build`, `make install`, `make run` and the other targets
-# call it; `make setup` (scripts/setup.sh) is what installs.
+# call it; `make setup` (scripts/toolchain/setup.sh) is what installs.
 #
-# Usage: scripts/check-toolchain.sh [--lit]
+# Usage: scripts/toolchain/check.sh [--lit]
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/toolchain.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/toolchain/packages.sh
 
 with_lit=0
 case "${1:-}" in

@@ -34,20 +34,20 @@
 # --dev also fetches llvm-N-dev and libmlir-N-dev, and unpacks only their
 # headers (about 110 MB for MLIR 22, in about 10 s) into
 #   target/compat/N/dev/usr/lib/llvm-N/include   (mlir/, llvm -> llvm-N)
-# for scripts/symbol-binding.py, which compiles scripts/two-engines.cpp
-# against them (MLIR 19's are installed by scripts/setup.sh instead).
+# for scripts/corpus/symbol_binding.py, which compiles scripts/corpus/two_engines.cpp
+# against them (MLIR 19's are installed by scripts/toolchain/setup.sh instead).
 #
-# `make setup` (scripts/setup.sh) runs it for every version the tests use,
+# `make setup` (scripts/toolchain/setup.sh) runs it for every version the tests use,
 # so that later targets find the cache and never reach the network: they
 # call it with --offline, which fails, saying to run make setup, instead
 # of downloading.
 #
-# Usage: scripts/compat-fetch.sh [--cache DIR] [--prefix] [--dev] [--offline] N...
+# Usage: scripts/toolchain/fetch_mlir.sh [--cache DIR] [--prefix] [--dev] [--offline] N...
 #   --prefix   print each version's LLVM prefix (one per line) on stdout
 #   --dev      also the C++ headers of LLVM and MLIR N
 #   --offline  only use the cache: exit 1 if a version is not in it
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cache="$root/target/compat"
 print_prefix=0
 dev=0
@@ -129,7 +129,7 @@ fetch() {
     ln -sf "$(basename "$so")" "${so%%.so.*}.so"
   done
   {
-    echo "# MLIR $v for make compat (scripts/compat-fetch.sh), unpacked from:"
+    echo "# MLIR $v for make compat (scripts/toolchain/fetch_mlir.sh), unpacked from:"
     for deb in "$dest"/debs/*.deb; do
       dpkg-deb -f "$deb" Package Version | sed 's/^[A-Za-z]*: //' | paste -sd' '
     done
@@ -166,7 +166,7 @@ fetch_dev() {
   dpkg-deb --fsys-tarfile "$dest"/debs/libmlir-"$v"-dev_*.deb \
     | tar -x -C "$dest/root.tmp" --wildcards "./usr/lib/llvm-$v/include/*"
   {
-    echo "# C++ headers of LLVM and MLIR $v (scripts/compat-fetch.sh --dev), from:"
+    echo "# C++ headers of LLVM and MLIR $v (scripts/toolchain/fetch_mlir.sh --dev), from:"
     for deb in "$dest"/debs/*.deb; do
       dpkg-deb -f "$deb" Package Version | sed 's/^[A-Za-z]*: //' | paste -sd' '
     done

@@ -1,5 +1,5 @@
 # The toolchain this project needs, in one table; sourced by setup.sh
-# (which installs what is missing) and check-toolchain.sh (which only
+# (which installs what is missing) and check.sh (which only
 # reports it). Debian 12 packages:
 #   llvm-19          opt and llc (ahead-of-time compilation, docs/aot.md)
 #   llvm-19-dev      libLLVM for the harness (inkwell)

