@@ -1,5 +1,5 @@
-//! Stage 7, report: the tally of runs, the one-line summary (or JSON), and
-//! the progress bar.
+//! Stage 7, report: the summary of the runs, its line (or JSON), the exit
+//! status, and the progress bar.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -157,6 +157,22 @@ impl Summary {
             self.line()
         }
     }
+}
+
+/// Stage 7's way in: the summary, as --expect-failure reads it, printed
+/// (a line, or JSON with --json); returns the exit status: 0 when every run
+/// passed and every run asked for ran (an exploration that found nothing
+/// ran every schedule), else 1.
+pub fn finish(mut summary: Summary, cli: &crate::cli::Cli) -> i32 {
+    if let Some(note) = &cli.expect_failure {
+        summary.expect_failure(note);
+    }
+    println!("{}", summary.render(cli.json));
+    let all_ran = match &summary.schedule {
+        Some(s) => s.failing_seed.is_none(),
+        None => summary.runs == cli.repeat,
+    };
+    i32::from(!(summary.passed == summary.runs && all_ran))
 }
 
 /// A progress bar on stderr when it is a terminal and there is more than one run.

@@ -110,6 +110,22 @@ fn wrong_output_fails_every_run() {
     assert!(j["first_failure"].as_str().unwrap().ends_with("CHECK-NEXT: expected string not found in input"), "{j}");
 }
 
+/// The loaded libraries are a value whose Drop runs the destroy hooks:
+/// once after the runs, and once on an error after the load (our runtime
+/// prints its --stats counters at destroy, so they show each call).
+#[test]
+fn the_destroy_hook_runs_once_on_every_path() {
+    let rt = s(&our_runtime());
+    let counters = "counters since process start";
+    let r = run(&[&s(&data("ret.ll")), "--runtime", &rt, "--repeat", "3", "--stats"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.matches(counters).count(), 1, "{}", r.stderr);
+    let r = run(&[&s(&data("unresolved.ll")), "--runtime", &rt, "--stats"]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.matches(counters).count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("unresolved symbol `no_such_function_anywhere`"), "{}", r.stderr);
+}
+
 /// An expected failure (lit's XFAIL, --expect-failure) is one line and no
 /// FileCheck dump; --verbose brings the dump back; a leak is never hidden.
 #[test]

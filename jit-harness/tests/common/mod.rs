@@ -20,7 +20,7 @@ impl std::fmt::Display for LlvmPrefix {
 
 /// The default pipeline of the harness for the toolchain under test.
 pub fn default_pipeline() -> String {
-    jit_harness::lower::default_pipeline(&jit_harness::toolchain::llvm_prefix().join("bin")).unwrap()
+    jit_harness::pipeline::default_pipeline(&jit_harness::toolchain::llvm_prefix().join("bin")).unwrap()
 }
 
 pub fn harness() -> PathBuf {
