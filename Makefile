@@ -65,7 +65,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv; fetches MLIR 14/15/16/22 (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv; fetches MLIR 14/15/16/22 (the one network step)
 	@bash scripts/toolchain/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -125,6 +125,13 @@ check-docs: ## every path named in a comment, Cargo manifest or Markdown file ex
 	  $(LYCHEE) --offline --no-progress --include-fragments $$(git ls-files '*.md') || rc=1; exit $$rc
 test: check-docs
 .PHONY: check-docs
+
+# Sizes a reader can take in: no source file over 600 lines (tests and
+# generated files aside), no function of jit-harness/src over 60 lines
+# (scripts/check/sizes.py).
+check-sizes: ## no source file over 600 lines, no jit-harness function over 60 (make test)
+	@$(PYTHON) scripts/check/sizes.py
+.PHONY: check-sizes
 
 check-layers: ## the runtime's layers: each module imports only from its layer and those lib.rs declares before it, no import cycle (make test)
 	@$(PYTHON) scripts/check/layers.py runtime/src
