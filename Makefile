@@ -37,6 +37,9 @@ HARNESS      := $(CURDIR)/target/release/jit-harness
 # catalyst, and jit-harness --reference's reference runtime.
 FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 TRACE_VIEW   := $(CURDIR)/target/release/trace-view
+# The Python wheel mlir-async-rs (mk/wheel.mk: the runtime and the switch
+# for PennyLane Catalyst; docs/catalyst.md), which make catalyst-ci installs.
+WHEEL_DIR    := $(CURDIR)/target/wheels
 # The lowered corpus (mk/corpus.mk): one .ll per program and the manifest.
 CORPUS_DIR      := $(CURDIR)/target/corpus
 CORPUS_MANIFEST := $(CORPUS_DIR)/manifest.tsv
