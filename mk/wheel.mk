@@ -19,9 +19,9 @@ WHEEL_BUILD := $(CURDIR)/target/wheel-build
 .PHONY: wheel
 
 wheel: toolchain ## the Python wheel mlir-async-rs (the runtime, and the switch for PennyLane Catalyst) into target/wheels
-	@bash scripts/pinned-venv.sh --check $(WHEEL_TOOLS) python/build-requirements.txt
-	rm -rf $(WHEEL_BUILD)/dist $(WHEEL_DIR)/mlir_async_rs-*.whl
+	@bash scripts/setup-venv.sh --check $(WHEEL_TOOLS) python/build-requirements.txt
+	rm -rf $(WHEEL_BUILD)/dist $(WHEEL_BUILD)/setuptools $(WHEEL_DIR)/mlir_async_rs-*.whl
 	CARGO_TARGET_DIR=$(WHEEL_BUILD)/cargo $(WHEEL_TOOLS)/bin/python -m pip --isolated wheel --no-index --no-deps --no-build-isolation \
-	  --quiet -w $(WHEEL_BUILD)/dist python
+	  --quiet -w $(WHEEL_BUILD)/dist ./python
 	PATH=$(WHEEL_TOOLS)/bin:$$PATH auditwheel repair --plat auto -w $(WHEEL_DIR) $(WHEEL_BUILD)/dist/mlir_async_rs-*.whl
 	$(WHEEL_TOOLS)/bin/auditwheel show $(WHEEL_DIR)/mlir_async_rs-*.whl

@@ -34,7 +34,8 @@ SCRATCH.mkdir(parents=True, exist_ok=True)
 
 class build_ext_library_name(build_ext):
     def get_ext_filename(self, fullname):
-        if fullname == LIBRARY:
+        # get_ext_fullpath asks for the last component of the name alone.
+        if fullname in (LIBRARY, LIBRARY.rpartition(".")[2]):
             return os.path.join(*fullname.split(".")) + ".so"
         return super().get_ext_filename(fullname)
 

@@ -213,9 +213,9 @@ def _check_catalyst() -> str:
     version = catalyst_version()
     if version not in KNOWN_CATALYST_VERSIONS:
         raise UnknownCatalyst(
-            f"mlir_async_rs {__version__}: pennylane-catalyst {version} is not a version whose link command "
-            f"the switch knows ({', '.join(KNOWN_CATALYST_VERSIONS)}); its programs could silently keep "
-            f"Catalyst's own runtime, so the switch refuses"
+            f"mlir_async_rs {__version__} does not know the link command of pennylane-catalyst {version} "
+            f"(it knows {', '.join(KNOWN_CATALYST_VERSIONS)}): its programs could silently keep Catalyst's "
+            f"own runtime, so the switch refuses"
         )
     return version
 

@@ -37,7 +37,7 @@ def switch_module(package):
     import mlir_async_rs
 
     where = Path(mlir_async_rs.__file__).resolve()
-    if package and ROOT in where.parents:
+    if package and where.is_relative_to(ROOT / "python"):
         sys.exit(f"child: mlir_async_rs was imported from the checkout ({where}), not from the installed package")
     return mlir_async_rs
 

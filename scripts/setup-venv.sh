@@ -10,15 +10,15 @@
 #                         setuptools-rust, auditwheel)
 # Does nothing, offline, when the venv already holds that list (a stamp
 # file records the list's checksum).
-#   pinned-venv.sh VENV REQUIREMENTS           creates or updates the venv
-#   pinned-venv.sh --check VENV REQUIREMENTS   only checks, offline: exit 1
+#   setup-venv.sh VENV REQUIREMENTS           creates or updates the venv
+#   setup-venv.sh --check VENV REQUIREMENTS   only checks, offline: exit 1
 #                                              and says to run make setup
 #                                              when the venv is missing or stale
 set -euo pipefail
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 if [ $# -ne 2 ]; then
-  echo "usage: pinned-venv.sh [--check] VENV REQUIREMENTS" >&2
+  echo "usage: setup-venv.sh [--check] VENV REQUIREMENTS" >&2
   exit 2
 fi
 VENV=$1 REQS=$2
@@ -29,7 +29,7 @@ current() { [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" 
 
 if [ "$check" = 1 ]; then
   current && exit 0
-  echo "pinned-venv: $VENV is missing or does not hold $REQS: run make setup" >&2
+  echo "setup-venv: $VENV is missing or does not hold $REQS: run make setup" >&2
   exit 1
 fi
 current && exit 0
