@@ -8,7 +8,9 @@ package. Two things differ from a Python extension module, on purpose:
   imports it; Catalyst's programs and mlir-cpu-runner load it;
 - the wheel is tagged py3-none-<platform>: the library does not use
   Python's ABI, so one wheel serves every CPython 3 (make wheel has
-  auditwheel set the manylinux platform tag).
+  auditwheel set the manylinux platform tag);
+- the library is linked without packed relative relocations (DT_RELR),
+  which would need glibc 2.36.
 The version is the crate's, read from runtime/Cargo.toml here: one number,
 written once.
 """
@@ -30,6 +32,11 @@ LIBRARY = "mlir_async_rs.libmlir_async_runtime"
 # into the source tree.
 SCRATCH = HERE.parent / "target" / "wheel-build" / "setuptools"
 SCRATCH.mkdir(parents=True, exist_ok=True)
+
+
+# Without DT_RELR (runtime/build.rs), the library needs glibc 2.34, not
+# 2.36: the wheel is manylinux_2_34 and installs on RHEL 9 and Ubuntu 22.04.
+os.environ.setdefault("MLIR_ASYNC_RS_PACK_RELOCS", "0")
 
 
 class build_ext_library_name(build_ext):
