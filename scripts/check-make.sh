@@ -15,7 +15,7 @@
 #     `pip --isolated CMD --no-index` (make wheel), cargo runs
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
-#     installs what it should;
+#     installs what it should, and `make wheel` builds the wheel;
 #  4. make run's loop (scripts/run-corpus.sh) skips programs UNSUPPORTED on
 #     the runtime under test, and those that REQUIRE another, and lets XFAIL
 #     ones fail;
@@ -161,9 +161,15 @@ if unshare -n true 2>/dev/null; then
   else
     fail "make install failed without a network:" "$(tail -5 "$stage.log")"
   fi
+  # make wheel too: pip, setuptools-rust, cargo and auditwheel, offline.
+  if unshare -n $MAKE --no-print-directory wheel >"$stage.log" 2>&1; then
+    pass "make wheel ran in a network namespace with no network: $(cd target/wheels && ls mlir_async_rs-*.whl)"
+  else
+    fail "make wheel failed without a network:" "$(tail -5 "$stage.log")"
+  fi
   rm -f "$stage.log"
 else
-  echo "SKIP make install without a network: unshare -n is not permitted here"
+  echo "SKIP make install and make wheel without a network: unshare -n is not permitted here"
 fi
 
 # ---- 4. make run honours the manifest's markers ----------------------------------
