@@ -3,7 +3,8 @@
 # pinned venv (target/catalyst-venv, scripts/catalyst/requirements.txt)
 # that make setup installs (scripts/setup-venv.sh); these targets only
 # check, offline, that it is there.
-# Variables from the top Makefile: PYTHON, RUNTIME_SO, FLOOR_SO, WHEEL_DIR.
+# Variables from the top Makefile: PYTHON, RUNTIME_SO, FLOOR_SO, WHEEL_DIR,
+# LIT_CORPUS.
 #   make catalyst              the programs, CATALYST_RUNS (11) interleaved
 #                              rounds of C++, ours and the floor runtime:
 #                              results identical, the per-call table
@@ -36,8 +37,9 @@ catalyst: build floor ## Catalyst's async-QNode programs on the C++ runtime, our
 	  --runs $(CATALYST_RUNS) --markdown $(CATALYST_OUT)/table.md $(CATALYST_ARGS)
 	$(CATALYST_CHECKS)
 
-catalyst-ci: build wheel ## the wheel installed in a new venv as a user would: 3 rounds of C++ and ours through it, errors, uninstall; switching, exit (make test)
+catalyst-ci: build wheel toolchain-lit ## the wheel installed in a new venv as a user would: 3 rounds of C++ and ours through it, errors, uninstall; switching, exit (make test)
 	@$(CATALYST_VENV_CHECK)
 	$(PYTHON) scripts/catalyst/wheel_test.py --base $(CATALYST_VENV) --wheels $(WHEEL_DIR) \
-	  --venv $(CATALYST_USER_VENV) --runs $(CATALYST_CI_RUNS) --run-args "$(CATALYST_ARGS)"
+	  --venv $(CATALYST_USER_VENV) --runs $(CATALYST_CI_RUNS) --run-args "$(CATALYST_ARGS)" \
+	  --lit "$(LIT_CORPUS)"
 	$(CATALYST_CHECKS)

@@ -34,7 +34,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 __all__ = [
     "CatalystRuntimeLoaded",
@@ -283,7 +283,7 @@ class Switch:
 _active: List[Switch] = []
 
 
-def use(library: Union[str, os.PathLike, None] = None) -> Switch:
+def use(library: Union[str, "os.PathLike[str]", None] = None) -> Switch:
     """From now on, the programs Catalyst links use our runtime.
 
     `library`: the runtime to link; default MLIR_ASYNC_RS_LIB if set, else
@@ -315,7 +315,7 @@ def use(library: Union[str, os.PathLike, None] = None) -> Switch:
     return switch
 
 
-def our_runtime(library: Union[str, os.PathLike, None] = None) -> Switch:
+def our_runtime(library: Union[str, "os.PathLike[str]", None] = None) -> Switch:
     """The switch as a context manager: programs linked inside
 
         with mlir_async_rs.our_runtime():
@@ -367,17 +367,17 @@ def check() -> Report:
     that Catalyst dlopens (RTLD_LOCAL) resolves a symbol in the global
     scope first, then in its own dependencies."""
     version = catalyst_version()
-    import pennylane as qml
-    from catalyst import qjit
+    import pennylane as qml  # type: ignore[import-not-found, unused-ignore]
+    from catalyst import qjit  # type: ignore[import-not-found, unused-ignore]
 
     device = qml.device("lightning.qubit", wires=1)
 
-    @qml.qnode(device)
-    def probe(x: float) -> float:
+    @qml.qnode(device)  # type: ignore[untyped-decorator, misc, unused-ignore]
+    def probe(x: float) -> Any:
         qml.RX(x, wires=0)
         return qml.expval(qml.PauliZ(0))
 
-    def mlir_async_rs_probe(x: float) -> float:
+    def mlir_async_rs_probe(x: float) -> Any:
         return probe(x)
 
     compiled = qjit(mlir_async_rs_probe, async_qnodes=True)

@@ -5,7 +5,9 @@ pennylane-catalyst, with pip, offline, then
 
   1. the package: its version is the runtime crate's, `--path` names the
      library inside the venv, the link command is executable, and the
-     module is imported from the venv, not from this checkout;
+     module is imported from the venv, not from this checkout; with --lit,
+     a few corpus programs run on the library of --path under
+     mlir-cpu-runner (lit, FileCheck);
   2. `python -m mlir_async_rs --check`: Catalyst's own runtime with nothing
      switched, ours with `--use`;
   3. bad input, one line each: a pennylane-catalyst version whose link
@@ -121,6 +123,19 @@ def check_package(python, check):
     return library
 
 
+LIT_PROGRAMS = "groups|nested-chain.mlir|async-func|parallel-for-1d"
+
+
+def check_lit(lit, library, check):
+    """The corpus programs of LIT_PROGRAMS on the wheel's library."""
+    proc = subprocess.run(f"{lit} --param runtime={library} --filter '{LIT_PROGRAMS}'", shell=True,
+                          capture_output=True, text=True, cwd=ROOT)
+    passed = re.search(r"Passed\s*:\s*(\d+)", proc.stdout)
+    check(proc.returncode == 0 and passed is not None and int(passed.group(1)) >= 4,
+          f"{passed.group(1) if passed else 'no'} corpus programs pass on the library of --path "
+          f"(lit --filter '{LIT_PROGRAMS}')", (proc.stdout + proc.stderr)[-800:])
+
+
 def check_switch(python, library, check):
     proc = run([python, "-m", "mlir_async_rs", "--check"])
     check(proc.returncode == 0 and "runtime: catalyst" in proc.stdout,
@@ -209,6 +224,8 @@ def main():
     parser.add_argument("--venv", required=True, type=Path, help="the new venv to make (replaced)")
     parser.add_argument("--runs", type=int, default=3, help="rounds of the five programs (run.py)")
     parser.add_argument("--run-args", default="", help="more arguments for run.py")
+    parser.add_argument("--lit", help="the corpus's lit command line (make's LIT_CORPUS), to run a few "
+                                      "programs on the installed library")
     args = parser.parse_args()
     wheels = sorted(args.wheels.glob("mlir_async_rs-*.whl"))
     if len(wheels) != 1:
@@ -223,6 +240,8 @@ def main():
     start = time.perf_counter()
     python = make_venv(args.base.resolve(), args.venv.absolute(), wheel.resolve(), check)
     library = check_package(python, check)
+    if args.lit:
+        check_lit(args.lit, library, check)
     check_switch(python, library, check)
     with tempfile.TemporaryDirectory(prefix="wheel-test-") as tmp:
         check_errors(python, library, check, Path(tmp))
