@@ -8,7 +8,8 @@ pennylane-catalyst, with pip, offline, then
      module is imported from the venv, not from this checkout; with --lit,
      a few corpus programs run on the library of --path under
      mlir-cpu-runner (lit, FileCheck);
-  2. `python -m mlir_async_rs --check`: Catalyst's own runtime with nothing
+  2. the switch's unit tests (python/tests) on the installed package;
+     `python -m mlir_async_rs --check`: Catalyst's own runtime with nothing
      switched, ours with `--use`;
   3. bad input, one line each: a pennylane-catalyst version whose link
      command the switch does not know; the library missing from the
@@ -242,6 +243,11 @@ def main():
     library = check_package(python, check)
     if args.lit:
         check_lit(args.lit, library, check)
+    proc = run([python, "-m", "unittest", "discover", "-s", ROOT / "python" / "tests"])
+    ran = re.search(r"^Ran (\d+) tests?", proc.stderr, re.M)
+    check(proc.returncode == 0 and ran is not None and proc.stderr.rstrip().endswith("OK"),
+          f"the switch's unit tests on the installed package (python/tests: {ran.group(1) if ran else 'no'} tests)",
+          proc.stderr[-800:])
     check_switch(python, library, check)
     with tempfile.TemporaryDirectory(prefix="wheel-test-") as tmp:
         check_errors(python, library, check, Path(tmp))
