@@ -136,6 +136,17 @@ class CatalystVersionTest(unittest.TestCase):
         self.assertEqual(len(message.splitlines()), 1)
         self.assertIn("pennylane-catalyst 0.16.0", message)
 
+    def test_catalyst_not_installed(self):
+        import importlib.metadata
+
+        def version(name):
+            raise importlib.metadata.PackageNotFoundError(name)
+
+        with mock.patch.object(importlib.metadata, "version", version):
+            with self.assertRaises(mlir_async_rs.UnknownCatalyst) as caught:
+                mlir_async_rs._check_catalyst()
+        self.assertEqual(str(caught.exception), "mlir_async_rs: pennylane-catalyst is not installed in this Python")
+
     def test_known_version_passes(self):
         with mock.patch.object(mlir_async_rs, "catalyst_version", return_value="0.15.0"):
             self.assertEqual(mlir_async_rs._check_catalyst(), "0.15.0")
