@@ -12,7 +12,8 @@ package. Two things differ from a Python extension module, on purpose:
 - the library is linked without packed relative relocations (DT_RELR),
   which would need glibc 2.36.
 The version is the crate's, read from runtime/Cargo.toml here: one number,
-written once.
+written once. Building needs Python 3.11 or later (tomllib); the wheel
+runs on 3.9 and later.
 """
 
 import os
