@@ -27,6 +27,7 @@ Every error is a `SwitchError` with a one-line message.
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import importlib.metadata
 import importlib.util
@@ -152,16 +153,28 @@ def _file_of(address: int) -> Path:
 
 
 def _loaded(path: Path) -> Optional[ctypes.CDLL]:
-    """A handle to `path` if the process has loaded it, else None (RTLD_NOLOAD)."""
+    """A new reference to `path` if the process has loaded it, else None
+    (RTLD_NOLOAD); give it back with `_release`."""
     try:
         return ctypes.CDLL(str(path), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
         return None
 
 
+def _release(handle: ctypes.CDLL) -> None:
+    """dlclose: the reference `_loaded` took, so that Catalyst's own dlclose
+    of a program still unloads it."""
+    _ctypes.dlclose(handle._handle)
+
+
 def _is_ours(path: Path) -> bool:
     handle = _loaded(path)
-    return handle is not None and _address(handle, _OURS_SYMBOL) is not None
+    if handle is None:
+        return False
+    try:
+        return _address(handle, _OURS_SYMBOL) is not None
+    finally:
+        _release(handle)
 
 
 def mapped_runtimes() -> List[Path]:
@@ -239,7 +252,7 @@ def _check_process(library: Path) -> None:
             f"({catalysts[0]}): programs compiled before the switch stay on it; those linked from now on "
             f"use {library}",
             CatalystRuntimeLoaded,
-            stacklevel=4,
+            stacklevel=4,  # _check_process, _switch, use or our_runtime, the caller
         )
 
 
@@ -295,6 +308,10 @@ def use(library: Union[str, "os.PathLike[str]", None] = None) -> Switch:
     or a version the switch does not know) or `RuntimeAlreadyBound`; warns
     `CatalystRuntimeLoaded` when Catalyst's runtime is already loaded here.
     """
+    return _switch(library)
+
+
+def _switch(library: Union[str, "os.PathLike[str]", None]) -> Switch:
     chosen = library or os.environ.get("MLIR_ASYNC_RS_LIB")
     path = Path(chosen).resolve() if chosen else library_path()
     if not path.is_file():
@@ -323,7 +340,7 @@ def our_runtime(library: Union[str, "os.PathLike[str]", None] = None) -> Switch:
 
     use our runtime; after the block, the environment is as it was.
     The same as `use(library)`, which see."""
-    return use(library)
+    return _switch(library)
 
 
 def restore(switch: Optional[Switch] = None) -> None:
@@ -386,7 +403,10 @@ def check() -> Report:
     handle = _loaded(program)
     if handle is None:
         raise SwitchError(f"mlir_async_rs: Catalyst's program {program} is not loaded")
-    address = _address(_GLOBAL, _RUNTIME_SYMBOL) or _address(handle, _RUNTIME_SYMBOL)
+    try:
+        address = _address(_GLOBAL, _RUNTIME_SYMBOL) or _address(handle, _RUNTIME_SYMBOL)
+    finally:
+        _release(handle)
     if address is None:
         raise SwitchError(f"mlir_async_rs: {program} has no {_RUNTIME_SYMBOL} (not an async program?)")
     bound = _file_of(address)
