@@ -9,7 +9,7 @@
 #   target/wheel-tools    python/build-requirements.txt  (make wheel:
 #                         setuptools-rust, auditwheel)
 # Does nothing, offline, when the venv already holds that list (a stamp
-# file records the list's checksum).
+# file records the checksum of the list's requirement lines).
 #   setup_venv.sh VENV REQUIREMENTS           creates or updates the venv
 #   setup_venv.sh --check VENV REQUIREMENTS   only checks, offline: exit 1
 #                                              and says to run make setup
@@ -23,7 +23,9 @@ if [ $# -ne 2 ]; then
 fi
 VENV=$1 REQS=$2
 STAMP=$VENV/.requirements.sha256
-want=$(sha256sum "$REQS" | cut -d' ' -f1)
+# The checksum of the requirement lines only: a comment edited does not
+# make the venv stale (the Catalyst one is 1.2 GB to download again).
+want=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$REQS" | sha256sum | cut -d' ' -f1)
 
 current() { [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; }
 
