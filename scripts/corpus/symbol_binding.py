@@ -58,7 +58,7 @@ def fetch(version, cache, offline, dev):
     if offline:
         sys.exit('symbol-binding: MLIR %d%s is not in %s' % (
             version, ' (headers)' if dev else '', cache))
-    subprocess.run(['bash', os.path.join(REPO, 'scripts', 'compat-fetch.sh'), '--cache', cache]
+    subprocess.run(['bash', os.path.join(REPO, 'scripts', 'toolchain', 'fetch_mlir.sh'), '--cache', cache]
                    + (['--dev'] if dev else []) + [str(version)], check=True)
 
 
