@@ -175,3 +175,10 @@ mod tests {
         assert_eq!(lines.len(), 1);
     }
 }
+
+/// How long the destroy hook drains an instance while it is still current
+/// (tasks other threads queue meanwhile join the drain) before it takes it
+/// out and drains only what it accepted: the bound against a thread that
+/// queues without end (issue 27; docs/reliability.md). Short: a late task
+/// runs either way, on this instance or on the next.
+pub(crate) const DRAIN_WHILE_CURRENT: Duration = Duration::from_millis(100);
