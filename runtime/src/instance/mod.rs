@@ -54,6 +54,7 @@ use crate::probe::observe;
 use crate::probe::trace;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::mutation;
+use crate::sync::spawn;
 use crate::sync::process::ForkSafeLock;
 
 /// How an instance runs its tasks.
@@ -540,10 +541,14 @@ extern "C" fn before_fork() {
     counters::hold_for_fork();
     live::hold_for_fork();
     recycle::lock_for_fork();
+    // Last: a thread that starts one (an instance starting under `CURRENT`)
+    // may hold the locks above; no thread in transition needs them.
+    spawn::hold_for_fork();
 }
 
 /// After `fork`, in the parent and in the child: the reverse order.
 fn release_after_fork() {
+    spawn::release_after_fork();
     recycle::unlock_after_fork();
     live::release_after_fork();
     counters::release_after_fork();

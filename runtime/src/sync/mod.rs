@@ -15,6 +15,7 @@
 pub(crate) mod backoff;
 pub(crate) mod misuse;
 pub(crate) mod mutation;
+pub(crate) mod spawn;
 pub(crate) mod tls;
 
 #[cfg(not(loom))]

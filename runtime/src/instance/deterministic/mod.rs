@@ -78,6 +78,7 @@ use crate::probe::clock;
 use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::mutation;
+use crate::sync::spawn::spawn;
 use crate::sync::process::{lock, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
 /// How long nothing may change while every agent is blocked before the
@@ -371,9 +372,7 @@ impl Deterministic {
             this: this.clone(),
         });
         let watched = Arc::clone(&executor);
-        let watcher = std::thread::Builder::new()
-            .name("mlir-det-watch".into())
-            .spawn(move || watched.watch_for_deadlock())
+        let watcher = spawn(std::thread::Builder::new().name("mlir-det-watch".into()), move || watched.watch_for_deadlock())
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start a thread: {e}")));
         lock(&executor.state).threads.push(watcher);
         executor
@@ -748,10 +747,9 @@ impl Deterministic {
         let number = st.workers;
         st.workers += 1;
         let executor = self.this.upgrade().expect("a deterministic executor that decides is alive");
-        let thread = std::thread::Builder::new()
-            .name(format!("mlir-det-{number}"))
-            .stack_size(STACK_SIZE)
-            .spawn(move || executor.run_worker(me))
+        let thread = spawn(std::thread::Builder::new().name(format!("mlir-det-{number}")).stack_size(STACK_SIZE), move || {
+            executor.run_worker(me)
+        })
             .unwrap_or_else(|e| abort_misuse("deterministic schedule", &format!("cannot start a worker thread: {e}")));
         st.threads.push(thread);
         me
