@@ -506,7 +506,8 @@ fn destroy_while_another_thread_queues(destroys: usize) {
 
 /// A second destroy right after the first, with tasks queued and not
 /// awaited before the first (by this thread and by another one, which
-/// this one waits for through the runtime).
+/// this one waits for through the runtime); then two destroys at once, of
+/// this thread and of another.
 fn destroy_twice(rounds: usize) {
     for _ in 0..rounds {
         for _ in 0..8 {
@@ -531,6 +532,17 @@ fn destroy_twice(rounds: usize) {
         check_none_lost("after the first destroy");
         __mlir_execution_engine_destroy();
         check_none_lost("after the second destroy");
+        // Two at once: another thread destroys first, while this one
+        // (under a deterministic schedule, the primary, holding the turn
+        // between its calls) destroys right after.
+        for _ in 0..8 {
+            queue_counted();
+        }
+        let other = thread::spawn(|| __mlir_execution_engine_destroy());
+        spin_for(2000);
+        __mlir_execution_engine_destroy();
+        other.join().unwrap();
+        check_none_lost("after two destroys at once");
     }
 }
 

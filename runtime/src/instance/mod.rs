@@ -423,7 +423,19 @@ pub(crate) fn destroy(call: &str) {
     if on_runtime_thread() {
         abort_misuse(call, "called from a worker thread");
     }
-    let _serial = DESTROYING.lock();
+    let _serial = match DESTROYING.try_lock() {
+        Some(serial) => serial,
+        None => {
+            // Another thread is destroying. Under a deterministic schedule
+            // this thread may hold the turn between its runtime calls (the
+            // primary), which that destroy waits for: give it up first, or
+            // both wait forever.
+            if let Some(executor) = running_instance().and_then(|instance| instance.deterministic().cloned()) {
+                executor.step_away();
+            }
+            DESTROYING.lock()
+        }
+    };
     // `try_with`: at process exit (`at_exit`), glibc has already destroyed
     // the main thread's thread-locals.
     let _ = CACHED.try_with(|cached| cached.borrow_mut().take());

@@ -122,6 +122,15 @@ mod fork_safe {
             ForkSafeGuard { lock: self }
         }
 
+        /// The lock, if it is free now.
+        pub(crate) fn try_lock(&self) -> Option<ForkSafeGuard<'_, T>> {
+            // Acquire: as in `acquire`.
+            self.locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .ok()
+                .map(|_| ForkSafeGuard { lock: self })
+        }
+
         /// Takes the lock in a `fork` handler, without a guard: released
         /// by [`ForkSafeLock::release_after_fork`] in the parent and in the
         /// child.

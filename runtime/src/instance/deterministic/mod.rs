@@ -457,6 +457,24 @@ impl Deterministic {
         self.wait_idle_then(timeout, false)
     }
 
+    /// Gives the turn up if this thread holds it between its runtime calls
+    /// (the primary, or any program thread after a call): before it waits
+    /// for another thread's destroy, which needs the turn. Its next call
+    /// takes a turn as a guest's would.
+    pub(super) fn step_away(&self) {
+        let mut st = lock(&self.state);
+        let me = REGISTERED
+            .try_with(|r| r.borrow().as_ref().filter(|r| r.id == self.id).map(|r| r.agent))
+            .ok()
+            .flatten();
+        let Some(me) = me else { return };
+        let agent = &st.agents[me];
+        if st.running == Some(me) && agent.depth == 0 && agent.role != Role::Worker {
+            st.agents[me].status = Status::Away;
+            self.decide(&mut st, Some(me), After::Away);
+        }
+    }
+
     /// The destroy hook's part: waits for idleness and closes the executor
     /// in the same step, then joins its threads.
     ///
