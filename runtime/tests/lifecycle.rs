@@ -546,10 +546,13 @@ fn destroy_twice(rounds: usize) {
     }
 }
 
-/// Another thread queues tasks as fast as it can, without end, while the
-/// main thread calls the destroy hook once: the hook must return (under
-/// schedule fuzzing the tasks finish slower than they come, and it never
-/// did), and every task queued, before or after, must run.
+/// Another thread queues tasks as fast as it can, without end (keeping up
+/// to 200,000 of them queued and not run), while the main thread calls the
+/// destroy hook once: the hook must return (under schedule fuzzing the
+/// tasks finish slower than they come, and it never did), and every task
+/// queued, before or after, must run. (The cap keeps the tasks that go to
+/// the next instance while the first destroy drains few enough for the
+/// last destroy to drain in seconds.)
 fn destroy_against_an_endless_producer() {
     execute_and_await();
     let stop = Arc::new(AtomicBool::new(false));
@@ -558,6 +561,9 @@ fn destroy_against_an_endless_producer() {
         thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 queue_counted();
+                while QUEUED.load(Ordering::Relaxed) - RAN.load(Ordering::Relaxed) > 200_000 && !stop.load(Ordering::Relaxed) {
+                    thread::yield_now();
+                }
             }
         })
     };

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::task::Task;
-use crate::instance::config::{Config, DRAIN_WHILE_CURRENT};
+use crate::instance::config::{drain_while_current, Config};
 use crate::instance::deterministic::Deterministic;
 use crate::instance::deterministic::spec::{self, Schedule};
 use crate::instance::gate::Gate;
@@ -463,13 +463,13 @@ pub(crate) fn destroy(call: &str) {
             return;
         }
         // While the program's tasks finish, any thread may still queue
-        // work on this instance: it is drained too, for a while. A thread
+        // work on this instance: it is drained too, within bounds. A thread
         // that queues faster than the tasks finish (an endless producer,
         // or any producer under schedule fuzzing) would keep it from ever
-        // going idle: after that while, tasks queued from outside go to a
-        // fresh instance instead, as if they had come just after this
-        // destroy, and only what this instance accepted is drained.
-        scheduler.wait_idle(Some(DRAIN_WHILE_CURRENT));
+        // going idle: past them, tasks queued from outside go to a fresh
+        // instance instead, as if they had come just after this destroy,
+        // and only what this instance accepted is drained.
+        drain_while_current(|limit| scheduler.wait_idle(Some(limit)), || scheduler.tasks_in_flight());
         take_current(&instance);
         // From here on, callers outside the pool go to a fresh instance.
         instance.gate.close_and_wait();

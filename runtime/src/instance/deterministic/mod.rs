@@ -35,7 +35,8 @@
 //! Destroy then closes the executor in the same step: from then on it
 //! accepts no new program thread and no guest coming back (they go to a
 //! fresh instance), and joins the workers. If no idle moment comes within
-//! [`DRAIN_WHILE_CURRENT`] (a thread that queues without end), it refuses
+//! the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT) (a thread that queues without
+//! end), it refuses
 //! program threads' new calls first and drains what it accepted. It counts
 //! the tasks accepted and run, and says on one line if they differ.
 //!
@@ -69,7 +70,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::{Config, DRAIN_WHILE_CURRENT};
+use crate::instance::config::{drain_while_current, Config};
 use crate::instance::deterministic::spec::{Spec, SCHEDULE_ENV};
 use crate::instance::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
 use crate::instance::threads::spares::STACK_SIZE;
@@ -202,7 +203,8 @@ struct State {
     stall_epoch: u64,
     /// No new program thread, no guest coming back (the destroy hook).
     closed: bool,
-    /// The destroy hook found no idle moment in [`DRAIN_WHILE_CURRENT`]:
+    /// The destroy hook found no idle moment within the bounds of
+    /// [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT):
     /// program threads get no new turn (their calls go to the next
     /// instance) while the tasks already accepted run.
     closing: bool,
@@ -479,13 +481,14 @@ impl Deterministic {
     /// in the same step, then joins its threads.
     ///
     /// Bounded against a program thread that queues tasks without end: if
-    /// no idle moment comes within [`DRAIN_WHILE_CURRENT`], program threads
+    /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT)
+    /// (5 s, or 100,000 tasks in flight), program threads
     /// get no new turn from then on (their calls go to the next instance),
     /// and the tasks already accepted run to the end.
     /// Every task accepted runs; if one did not (a bug), destroy says how
     /// many on one line.
     pub(super) fn close(&self) {
-        if !self.wait_idle_then(Some(DRAIN_WHILE_CURRENT), true) {
+        if !drain_while_current(|limit| self.wait_idle_then(Some(limit), true), || self.tasks_in_flight()) {
             lock(&self.state).closing = true;
             if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
                 warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
