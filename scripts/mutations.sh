@@ -40,7 +40,7 @@ run() {
     else
         verdict="NOT CAUGHT (exit $status, see $log)"; failures=$((failures + 1))
     fi
-    rows+=("$(printf '%-34s %-28s %5ss  %s' "$name" "${feature:-none}" $((SECONDS - start)) "$verdict")")
+    rows+=("$(printf '%-34s %-40s %5ss  %s' "$name" "${feature:-none}" $((SECONDS - start)) "$verdict")")
     echo "mutations: $name: $verdict" >&2
 }
 
@@ -90,7 +90,7 @@ if [ $ASAN -eq 1 ]; then
 fi
 
 echo
-printf '%-34s %-28s %6s  %s\n' check feature time verdict
+printf '%-34s %-40s %6s  %s\n' check feature time verdict
 for row in "${rows[@]}"; do echo "$row"; done
 if [ $failures -ne 0 ]; then
     echo "mutations: $failures check(s) failed; logs in $LOG_DIR" >&2
