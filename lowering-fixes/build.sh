@@ -48,7 +48,6 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-CXX=${CXX:-g++}
 
 # The headers and libraries of MLIR N.
 if [ "$version" = 19 ]; then
@@ -64,6 +63,16 @@ else
          "run \`make setup\` (scripts/compat-fetch.sh --dev $version)" >&2
     exit 1
   fi
+fi
+# The compiler libMLIR was built with: TypeIDs of templates (op traits:
+# hasTrait<ConstantLike>) come from the compiler's spelling of type names
+# (llvm::getTypeName), and g++ spells them differently from clang, so that
+# a g++-built pass silently fails every trait test (m_Constant never
+# matches) and lowers differently from libMLIR's own.
+CXX=${CXX:-/usr/lib/llvm-19/bin/clang++}
+if ! command -v "$CXX" >/dev/null; then
+  echo "lowering-fixes: no $CXX (clang-19): run \`make setup\`" >&2
+  exit 1
 fi
 mlir_so=$(ls "$libdir"/libMLIR.so.* 2>/dev/null | head -1)
 llvm_so=$(ls "$libdir"/libLLVM.so.* "$libdir"/libLLVM-"$version".so 2>/dev/null | head -1)
