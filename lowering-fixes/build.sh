@@ -13,12 +13,15 @@
 #   3. AsyncParallelFor.cpp and PassDetail.cpp of that copy, and
 #      lowering-fixes/plugin.cpp (the entry point, which registers
 #      async-parallel-for-fixed), compiled against the version's headers with
-#      -fvisibility=hidden and linked with -Bsymbolic against its libMLIR:
-#      only mlirGetPassPluginInfo is exported, and every call to the patched
-#      functions stays inside the plugin (checked below with nm).
+#      -fvisibility=hidden and linked with -Bsymbolic (checked against its
+#      libMLIR and libLLVM, which the plugin takes from the mlir-opt that
+#      loads it): only mlirGetPassPluginInfo is exported, and every call to
+#      the patched functions stays inside the plugin (checked below with nm).
 #
 #   OUT/libmlir_async_lowering_fixes.so   the plugin
 #   OUT/mlir-version                      the MLIR version it is built for
+#   OUT/inputs                            a hash of what went into it: when
+#                                         nothing changed, nothing is rebuilt
 #
 # Usage: lowering-fixes/build.sh [--version N] [--out DIR] [--extra-patch FILE]
 #   --version N       MLIR major version (default 19, the installed one;
@@ -99,6 +102,16 @@ fi
 # 2. Our patches, on a fresh copy.
 patches=("$root"/lowering-fixes/"$version"/*.patch)
 [ -e "${patches[0]}" ] || { echo "lowering-fixes: no patches in lowering-fixes/$version/" >&2; exit 1; }
+so="$out/libmlir_async_lowering_fixes.so"
+# Up to date when nothing that goes into it changed (make test calls this
+# every time).
+inputs=$( { echo "$tarball $CXX $include $mlir_so"; cat "${patches[@]}" ${extra[@]+"${extra[@]}"} \
+            "$root/lowering-fixes/plugin.cpp" "$0"; } | sha256sum | cut -d' ' -f1)
+if [ -f "$so" ] && [ -f "$out/inputs" ] && [ "$(cat "$out/inputs")" = "$inputs" ]; then
+  echo "lowering-fixes: $so is up to date" >&2
+  exit 0
+fi
+rm -f "$so" "$out/inputs"
 rm -rf "$out/src"
 mkdir -p "$out/src"
 cp -r "$upstream/mlir" "$out/src/"
@@ -129,9 +142,13 @@ for f in "$out/src/$sub/AsyncParallelFor.cpp" "$out/src/$sub/PassDetail.cpp" "$r
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || { echo "lowering-fixes: compiling failed (above)" >&2; exit 1; }; done
-so="$out/libmlir_async_lowering_fixes.so"
-"$CXX" -shared -o "$so.tmp" "$obj"/*.o -Wl,-Bsymbolic -Wl,--no-undefined \
-  "$mlir_so" "$llvm_so" -Wl,-rpath,"$libdir"
+# Linked against libMLIR and libLLVM once, to check that every symbol
+# resolves; the plugin itself names neither (no DT_NEEDED): mlir-opt has
+# MLIR linked in statically and exports it, and its own libLLVM is loaded
+# already. Naming them would load a second MLIR into the process, and into
+# another version's mlir-opt a second LLVM too, which crashes it at load.
+"$CXX" -shared -o "$obj/check.so" "$obj"/*.o -Wl,-Bsymbolic -Wl,--no-undefined "$mlir_so" "$llvm_so"
+"$CXX" -shared -o "$so.tmp" "$obj"/*.o -Wl,-Bsymbolic
 
 # Only the entry point is exported; the patched functions are local.
 exported=$(nm -D --defined-only "$so.tmp" | awk '$2 ~ /[TWVDBR]/ { print $3 }' | grep -vxE '_init|_fini|__bss_start|_edata|_end' || true)
@@ -151,4 +168,5 @@ done
 mv "$so.tmp" "$so"
 grep -o '^#define LLVM_VERSION_STRING "[^"]*"' "$include/llvm/Config/llvm-config.h" \
   | sed 's/.*"\(.*\)"/\1/' > "$out/mlir-version"
+echo "$inputs" > "$out/inputs"
 echo "lowering-fixes: $so (MLIR $(cat "$out/mlir-version"), patches: ${names[*]})" >&2
