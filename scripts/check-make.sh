@@ -128,7 +128,7 @@ fi
 # filled, read with --offline.
 dry=$($MAKE --no-print-directory -n test 2>&1)
 net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
-fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh' || true)
+fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh|mlir-source-fetch\.sh' || true)
 online=$(echo "$fetch" | grep -v -- '--offline' || true)
 if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
   pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline)"

@@ -21,7 +21,7 @@ import lit.formats
 config.name = 'lowering-fixes'
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = ['.mlir']
-config.excludes = ['lit.cfg.py']
+config.excludes = ['lit.cfg.py', 'Inputs']
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(config.test_source_root))
 config.test_exec_root = os.path.join(root, 'target', 'lit-lowering-fixes')
