@@ -47,5 +47,19 @@ else:
     # followed by its options), then the tool.
     config.substitutions.append((r'\basync-parallel-for\{', version.fixed_parallel_for + '{'))
 config.substitutions.append((r'(?<![\w/.-])mlir-opt\b', mlir_opt))
+# The integration test's libraries and lowering (upstream's lit.cfg of
+# mlir/test/Integration/Dialect/Async/CPU has the same).
+lib = os.path.join(prefix, 'lib')
+config.substitutions += [
+    ('%mlir_c_runner_utils', os.path.join(lib, 'libmlir_c_runner_utils.so')),
+    ('%mlir_runner_utils', os.path.join(lib, 'libmlir_runner_utils.so')),
+    ('%mlir_async_runtime', os.path.join(lib, 'libmlir_async_runtime.so')),
+    ('%lower', 'async-to-async-runtime,func.func(async-runtime-ref-counting,'
+               'async-runtime-ref-counting-opt),convert-async-to-llvm,'
+               'func.func(convert-linalg-to-loops),convert-scf-to-cf,func.func(arith-expand),'
+               'memref-expand,convert-vector-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,'
+               'convert-arith-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts'),
+]
+
 config.environment['PATH'] = os.pathsep.join(
     [os.path.join(prefix, 'bin'), config.environment.get('PATH', '')])
