@@ -78,7 +78,8 @@ if ! command -v "$CXX" >/dev/null; then
   exit 1
 fi
 mlir_so=$(ls "$libdir"/libMLIR.so.* 2>/dev/null | head -1)
-llvm_so=$(ls "$libdir"/libLLVM.so.* "$libdir"/libLLVM-"$version".so 2>/dev/null | head -1)
+# libLLVM: in the prefix, or (an unpacked one) in <prefix>/../<multiarch>.
+llvm_so=$(ls "$libdir"/libLLVM.so.* "$libdir"/libLLVM-"$version".so "$prefix"/../*-linux-gnu*/libLLVM.so.* 2>/dev/null | head -1)
 if [ -z "$mlir_so" ] || [ -z "$llvm_so" ]; then
   echo "lowering-fixes: no libMLIR.so/libLLVM.so of MLIR $version in $libdir: run \`make setup\`" >&2
   exit 1

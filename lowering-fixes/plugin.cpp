@@ -85,8 +85,17 @@ struct AsyncParallelForFixedPass
   void runOnOperation() override {
     // The patched copy compiled into this library (hidden, bound locally).
     OpPassManager pm(ModuleOp::getOperationName());
+#if LLVM_VERSION_MAJOR >= 20
+    // Since MLIR 20 the pass takes its options as a struct.
+    AsyncParallelForPassOptions options;
+    options.asyncDispatch = asyncDispatch;
+    options.numWorkerThreads = numWorkerThreads;
+    options.minTaskSize = minTaskSize;
+    pm.addPass(createAsyncParallelForPass(options));
+#else
     pm.addPass(createAsyncParallelForPass(asyncDispatch, numWorkerThreads,
                                           minTaskSize));
+#endif
     if (failed(runPipeline(pm, getOperation())))
       signalPassFailure();
   }

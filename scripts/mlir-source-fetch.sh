@@ -19,6 +19,15 @@
 # suites the binaries come from (Debian 12: bookworm, bookworm-updates,
 # bookworm-security), and runs apt-get update once.
 #
+# When the archive's pool lacks the upstream tarball of that version
+# (MLIR 22: bookworm-security lists llvm-toolchain-22 1:22.1.8-1~deb12u1,
+# but its llvm-toolchain-22_22.1.8.orig.tar.xz is not in the pool: 404),
+# the same tarball is taken from another Debian suite that carries the
+# same upstream version (sid, trixie-backports, bookworm-backports: deb-src
+# entries in a private apt configuration under the cache, nothing added to
+# the system) and checked against the SHA-256 that the .dsc of the version
+# in use gives for it; source.txt says so.
+#
 # `make setup` (scripts/setup.sh) runs it; the build calls it with
 # --offline, which only checks the cache and says to run make setup.
 #
@@ -106,6 +115,49 @@ SRC
   exit 1
 }
 
+# The SHA-256 and name of the upstream tarball of source package $1 $2, as
+# its .dsc gives them (apt-cache showsrc): "SUM NAME".
+orig_checksum() {
+  apt-cache showsrc "$1" 2>/dev/null | awk -v v="$2" '
+    /^Package:/ { keep = 0 } $0 == "Version: " v { keep = 1 }
+    /^Checksums-Sha256:/ { sums = keep; next } /^[^ ]/ { sums = 0 }
+    sums && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }'
+}
+
+# Downloads the upstream tarball of $1 $2 into $3 from another Debian suite
+# with the same upstream version (see the header), checks it, and prints
+# where it came from.
+orig_elsewhere() {
+  local pkg=$1 ver=$2 dir=$3 sum name
+  read -r sum name < <(orig_checksum "$pkg" "$ver") || true
+  [ -n "${name:-}" ] || { echo "mlir-source-fetch: no upstream tarball listed for $pkg $ver" >&2; return 1; }
+  echo "mlir-source-fetch: $name is not in the pool of $pkg $ver; looking in other Debian suites" >&2
+  local apt="$cache/apt"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$dir/other"
+  cat > "$apt/sources.list" <<'SRC'
+deb-src http://deb.debian.org/debian sid main
+deb-src http://deb.debian.org/debian trixie-backports main
+deb-src http://deb.debian.org/debian bookworm-backports main
+SRC
+  local o=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+           -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User="$(id -un)")
+  apt-get "${o[@]}" update -qq
+  local other
+  for other in $(apt-cache "${o[@]}" showsrc "$pkg" | awk -v n="$name" '
+      /^Version:/ { v = $2 } $3 == n { print v }' | sort -u); do
+    # The .dsc of another version may be missing too; the tarball is what counts.
+    (cd "$dir/other" && apt-get "${o[@]}" source -qq --download-only "$pkg=$other" >/dev/null 2>&1) || true
+    if [ -f "$dir/other/$name" ] && [ "$(sha256sum "$dir/other/$name" | cut -d' ' -f1)" = "$sum" ]; then
+      mv "$dir/other/$name" "$dir/$name"
+      rm -rf "$dir/other"
+      echo "$name from the pool of $pkg $other (SHA-256 $sum, as the .dsc of $ver says)"
+      return 0
+    fi
+  done
+  echo "mlir-source-fetch: no Debian suite has $name with SHA-256 $sum" >&2
+  return 1
+}
+
 fetch() {
   local v=$1 dest="$cache/$1"
   if [ -f "$dest/source.txt" ]; then
@@ -127,11 +179,16 @@ fetch() {
   # As root, apt would download as _apt, which cannot write here.
   [ "$(id -u)" -eq 0 ] && sandbox=(-o APT::Sandbox::User=root)
   t0=$(date +%s.%N)
-  (cd "$dest.tmp" && apt-get source -qq --download-only "${sandbox[@]}" "$pkg=$ver" >/dev/null)
+  local from=""
+  if ! (cd "$dest.tmp" && apt-get source -qq --download-only "${sandbox[@]}" "$pkg=$ver" >/dev/null 2>"$dest.tmp/apt.log"); then
+    from=$(orig_elsewhere "$pkg" "$ver" "$dest.tmp") || { cat "$dest.tmp/apt.log" >&2; exit 1; }
+  fi
+  rm -f "$dest.tmp/apt.log"
   t1=$(date +%s.%N)
   ls "$dest.tmp"/*.orig.tar.* >/dev/null
   {
     echo "$pkg $ver"
+    [ -z "$from" ] || echo "# $from"
     awk -v b="$(du -cb "$dest.tmp"/* | tail -1 | cut -f1)" -v d="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" \
       'BEGIN { printf "# downloaded %.1f MB in %.1f s (scripts/mlir-source-fetch.sh)\n", b / 1e6, d }'
   } > "$dest.tmp/source.tmp"

@@ -66,11 +66,10 @@ done
 bash scripts/compat-fetch.sh "${others[@]}"
 [ "${#dev[@]}" -eq 0 ] || bash scripts/compat-fetch.sh --dev "${dev[@]}"
 
-# The source package of the installed MLIR, for make lowering-fixes: its
-# async-parallel-for with our patches. Cached in target/mlir-src. (Not
-# MLIR 22's: bookworm-security lists llvm-toolchain-22 1:22.1.8-1~deb12u1,
-# but its orig.tar.xz is not in the archive's pool: 404; docs/lowering-bugs.md.)
-bash scripts/mlir-source-fetch.sh "$installed"
+# The source packages of the installed MLIR and of MLIR 22, for make
+# lowering-fixes: their async-parallel-for with our patches. Cached in
+# target/mlir-src.
+bash scripts/mlir-source-fetch.sh "$installed" 22
 
 mapfile -t still < <(missing_packages)
 for pkg in ${still[@]+"${still[@]}"}; do
