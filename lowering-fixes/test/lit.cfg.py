@@ -10,8 +10,10 @@ and `async-parallel-for{` is its async-parallel-for-fixed: the patched pass.
 With --param unpatched=1 they run MLIR's own pass instead, where every one
 of them must fail (make lowering-fixes-ci checks both).
 
-Params: plugin=PATH (default target/lowering-fixes/libmlir_async_lowering_fixes.so),
-        llvm_prefix=PATH (default $LLVM_PREFIX, else /usr/lib/llvm-19), unpatched=1
+Params: plugin=PATH (default: the plugin of llvm_prefix's version,
+        target/lowering-fixes[/N]/libmlir_async_lowering_fixes.so),
+        llvm_prefix=PATH (default $LLVM_PREFIX, else /usr/lib/llvm-19; MLIR 22:
+        target/compat/22/root/usr/lib/llvm-22), unpatched=1
 """
 import os
 import sys
@@ -61,5 +63,10 @@ config.substitutions += [
                'convert-arith-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts'),
 ]
 
+config.substitutions.append((r'(?<![\w/.-])mlir-cpu-runner\b', os.path.join(prefix, 'bin', version.runner)))
 config.environment['PATH'] = os.pathsep.join(
     [os.path.join(prefix, 'bin'), config.environment.get('PATH', '')])
+if 'LD_LIBRARY_PATH' in toolchain.toolchain_env(prefix, {}):
+    # An unpacked MLIR (target/compat/N).
+    config.environment['LD_LIBRARY_PATH'] = toolchain.toolchain_env(
+        prefix, config.environment)['LD_LIBRARY_PATH']
