@@ -5,7 +5,7 @@
 #   1. the source: Debian's source package of the MLIR in use, which
 #      `make setup` fetched (scripts/mlir-source-fetch.sh); only
 #      mlir/lib/Dialect/Async/Transforms/ is extracted from its tarball
-#      (once: OUT/upstream/, kept pristine);
+#      (once: target/lowering-fixes/upstream/<major>/, kept pristine);
 #   2. the patches lowering-fixes/<major>/*.patch, in name order, applied to
 #      a copy (OUT/src/) with `patch --fuzz=0`; a hunk that does not apply
 #      at exactly its line number fails the build (the line numbers in
@@ -77,9 +77,9 @@ if ! command -v "$CXX" >/dev/null; then
   echo "lowering-fixes: no $CXX (clang-19): run \`make setup\`" >&2
   exit 1
 fi
-mlir_so=$(ls "$libdir"/libMLIR.so.* 2>/dev/null | head -1)
+mlir_so=$(ls "$libdir"/libMLIR.so.* 2>/dev/null | head -1 || true)
 # libLLVM: in the prefix, or (an unpacked one) in <prefix>/../<multiarch>.
-llvm_so=$(ls "$libdir"/libLLVM.so.* "$libdir"/libLLVM-"$version".so "$prefix"/../*-linux-gnu*/libLLVM.so.* 2>/dev/null | head -1)
+llvm_so=$(ls "$libdir"/libLLVM.so.* "$libdir"/libLLVM-"$version".so "$prefix"/../*-linux-gnu*/libLLVM.so.* 2>/dev/null | head -1 || true)
 if [ -z "$mlir_so" ] || [ -z "$llvm_so" ]; then
   echo "lowering-fixes: no libMLIR.so/libLLVM.so of MLIR $version in $libdir: run \`make setup\`" >&2
   exit 1
@@ -89,7 +89,9 @@ fi
 srcdir=$(bash "$root/scripts/mlir-source-fetch.sh" --offline --print "$version") || exit 1
 tarball=$(ls "$srcdir"/*.orig.tar.* | head -1)
 sub=mlir/lib/Dialect/Async/Transforms
-upstream="$out/upstream"
+# Pristine, shared by every build of the version (make lowering-fixes-ci
+# builds a second, wrong plugin).
+upstream="$root/target/lowering-fixes/upstream/$version"
 stamp="$upstream/.from"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(basename "$tarball")" ]; then
   echo "lowering-fixes: extracting $sub from $(basename "$tarball")" >&2
