@@ -72,7 +72,7 @@ fi
 # (llvm::getTypeName), and g++ spells them differently from clang, so that
 # a g++-built pass silently fails every trait test (m_Constant never
 # matches) and lowers differently from libMLIR's own.
-CXX=${CXX:-/usr/lib/llvm-19/bin/clang++}
+CXX=${CXX:-${LLVM_PREFIX:-/usr/lib/llvm-19}/bin/clang++}
 if ! command -v "$CXX" >/dev/null; then
   echo "lowering-fixes: no $CXX (clang-19): run \`make setup\`" >&2
   exit 1
