@@ -37,6 +37,9 @@ HARNESS      := $(CURDIR)/target/release/jit-harness
 # catalyst, and jit-harness --reference's reference runtime.
 FLOOR_SO     := $(CURDIR)/target/floor/libmlir_async_floor.so
 TRACE_VIEW   := $(CURDIR)/target/release/trace-view
+# The Python wheel mlir-async-rs (mk/wheel.mk: the runtime and the switch
+# for PennyLane Catalyst; docs/catalyst.md), which make catalyst-ci installs.
+WHEEL_DIR    := $(CURDIR)/target/wheels
 # The lowered corpus (mk/corpus.mk): one .ll per program and the manifest.
 CORPUS_DIR      := $(CURDIR)/target/corpus
 CORPUS_MANIFEST := $(CORPUS_DIR)/manifest.tsv
@@ -65,7 +68,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
 	@bash scripts/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -101,7 +104,9 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # fuzz-lowering-ci: docs/lowering-bugs.md, with MLIR's async-parallel-for
 # and with our patched one), the checks of that patched pass's plugin (make
 # lowering-fixes-ci, mk/lowering-fixes.mk), and PennyLane Catalyst's
-# programs on the C++ runtime and ours (make catalyst-ci: docs/catalyst.md).
+# programs on the C++ runtime and ours, through the mlir-async-rs wheel
+# installed in a new venv (make catalyst-ci, which builds make wheel:
+# docs/catalyst.md).
 test: setup build test-rust lit compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)

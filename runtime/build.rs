@@ -5,7 +5,11 @@
 //!   must never unmap code that a worker thread of the pool may still be
 //!   executing. The C++ runtime is NODELETE too.
 //! - `-z pack-relative-relocs`: relative relocations as a compact DT_RELR
-//!   table (21 KiB -> 2 KiB), which the loader touches at every load.
+//!   table (21 KiB -> 2 KiB), which the loader touches at every load. It
+//!   makes the library need glibc 2.36 (the version `GLIBC_ABI_DT_RELR`);
+//!   `MLIR_ASYNC_RS_PACK_RELOCS=0` leaves it out, and the Python wheel
+//!   (python/setup.py) does, so that it loads on glibc 2.34 and later
+//!   (manylinux_2_34: RHEL 9, Ubuntu 22.04).
 //! - `-Bsymbolic-functions`: references inside the library to its own
 //!   exported functions bind to them at link time. Without it, the
 //!   addresses the init hooks put into an engine's symbol map went through
@@ -50,7 +54,10 @@ fn main() {
     let lld_dir = prefix.join("bin");
 
     link_arg("-Wl,-z,nodelete");
-    link_arg("-Wl,-z,pack-relative-relocs");
+    println!("cargo:rerun-if-env-changed=MLIR_ASYNC_RS_PACK_RELOCS");
+    if std::env::var("MLIR_ASYNC_RS_PACK_RELOCS").as_deref() != Ok("0") {
+        link_arg("-Wl,-z,pack-relative-relocs");
+    }
     link_arg("-Wl,-Bsymbolic-functions");
     if lld_dir.join("ld.lld").exists() {
         link_arg("-fuse-ld=lld");

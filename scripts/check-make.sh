@@ -10,11 +10,12 @@
 #  3. the network: `make -n build install` shows no step that reaches it
 #     (pip, apt-get, curl, wget, cargo fetch, setup.sh, ...), `make -n run`
 #     only the set-up (which, with the toolchain present, runs without a
-#     network: checked under `unshare -n`), `make -n test` the set-up and
-#     only --offline uses of the other MLIR versions' cache, cargo runs
+#     network: checked under `unshare -n`), `make -n test` the set-up,
+#     only --offline uses of the other MLIR versions' cache and only
+#     `pip --isolated CMD --no-index` (make wheel), cargo runs
 #     offline (CARGO_NET_OFFLINE=true), and, where `unshare -n` is allowed,
 #     `make install` (DESTDIR staged) really runs without a network and
-#     installs what it should;
+#     installs what it should, and `make wheel` builds the wheel;
 #  4. make run's loop (scripts/run-corpus.sh) skips programs UNSUPPORTED on
 #     the runtime under test, and those that REQUIRE another, and lets XFAIL
 #     ones fail;
@@ -125,13 +126,15 @@ else
 fi
 # `make test` too: the set-up is its one network step; the other MLIR
 # versions (compat-ci, fuzz-lowering-ci) come from the cache the set-up
-# filled, read with --offline.
+# filled, read with --offline, and pip runs only as `pip --isolated CMD
+# --no-index` (make wheel: no index, no configuration that could name one).
 dry=$($MAKE --no-print-directory -n test 2>&1)
-net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' || true)
+pip_offline='\bpip --isolated [a-z]+ --no-index\b'
+net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/setup\.sh$' | grep -vE "$pip_offline" || true)
 fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol-binding\.py|compat-fetch\.sh|mlir-source-fetch\.sh' || true)
 online=$(echo "$fetch" | grep -v -- '--offline' || true)
 if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/setup.sh'; then
-  pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline)"
+  pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline; $(echo "$dry" | grep -cE "$pip_offline") of pip, all --isolated --no-index)"
 else
   fail "make -n test: a network step besides the set-up:" ${net:+"$net"} ${online:+"$online"}
 fi
@@ -158,9 +161,15 @@ if unshare -n true 2>/dev/null; then
   else
     fail "make install failed without a network:" "$(tail -5 "$stage.log")"
   fi
+  # make wheel too: pip, setuptools-rust, cargo and auditwheel, offline.
+  if unshare -n $MAKE --no-print-directory wheel >"$stage.log" 2>&1; then
+    pass "make wheel ran in a network namespace with no network: $(cd target/wheels && ls mlir_async_rs-*.whl)"
+  else
+    fail "make wheel failed without a network:" "$(tail -5 "$stage.log")"
+  fi
   rm -f "$stage.log"
 else
-  echo "SKIP make install without a network: unshare -n is not permitted here"
+  echo "SKIP make install and make wheel without a network: unshare -n is not permitted here"
 fi
 
 # ---- 4. make run honours the manifest's markers ----------------------------------

@@ -4,7 +4,9 @@
 # lit and psutil from PyPI, the Rust crates of Cargo.lock (cargo fetch),
 # cargo-machete (cargo install, pinned, into target/tools),
 # the pinned PennyLane Catalyst venv of make catalyst
-# (scripts/catalyst/setup-venv.sh, target/catalyst-venv, about 1.2 GB), and
+# (target/catalyst-venv, about 1.2 GB) and the pinned tools of make wheel
+# (target/wheel-tools: setuptools-rust, auditwheel), both with
+# scripts/setup-venv.sh, and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
 # downloaded and unpacked, never installed, into target/compat
 # (scripts/compat-fetch.sh), and the source packages of MLIR 19 and 22
@@ -50,7 +52,8 @@ if ! machete_present; then
     "cargo-machete@$MACHETE_VERSION"
 fi
 
-bash scripts/catalyst/setup-venv.sh
+bash scripts/setup-venv.sh target/catalyst-venv scripts/catalyst/requirements.txt
+bash scripts/setup-venv.sh target/wheel-tools python/build-requirements.txt
 
 # Every MLIR version of mlir-tests/lib/pipelines.txt but the installed one,
 # and the C++ headers of those that symbol-binding.py compiles its

@@ -28,12 +28,12 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The checkout's mlir_async_rs (python/), the module of the wheel.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "python"))
 
+import mlir_async_rs  # noqa: E402
 import pennylane as qml  # noqa: E402
 from catalyst import for_loop, qjit  # noqa: E402
-
-import async_runtime_switch  # noqa: E402
 
 WIRES = 14
 _dev = qml.device("lightning.qubit", wires=WIRES)
@@ -79,7 +79,7 @@ def main():
     parser.add_argument("--case", choices=["return", "alive", "recompile", "thread"], required=True)
     args = parser.parse_args()
     if args.lib:
-        async_runtime_switch.use_our_runtime(args.lib)
+        mlir_async_rs.use(args.lib)
     compiled = qjit(program, async_qnodes=True)
     first = compiled(0.3)
     assert compiled(0.3) == first

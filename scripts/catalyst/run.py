@@ -5,6 +5,11 @@ single-thread floor runtime of bench/floor, in separate processes
 (child.py, run with the venv's Python), interleaved: round i runs every
 runtime once before round i + 1 runs any, and who goes first rotates.
 
+With --package, the venv is a user's, with the mlir-async-rs wheel
+installed (make catalyst-ci, scripts/catalyst/wheel_test.py): every
+process imports the installed mlir_async_rs, and ours is switched on by it
+with the library of the package, as a user would.
+
 Checks: every call of every run gives bit-identical results on every
 runtime; each process mapped the runtime it was meant to and no other.
 Catalyst 0.15's runtime has a race of its own when two QNodes start at once
@@ -45,10 +50,14 @@ class Crash(RuntimeError):
     """The child died of a signal or of Catalyst's async QNode error."""
 
 
-def run_child(python, lib, programs, calls, timeout):
+def run_child(python, lib, programs, calls, timeout, package=False):
+    """lib: None for Catalyst's own runtime; with package, any other value
+    for ours (the package's library)."""
     # -X faulthandler: a crash prints the Python stack it happened under.
     cmd = [python, "-X", "faulthandler", str(HERE / "child.py"), "--programs", ",".join(programs)]
-    if lib:
+    if package:
+        cmd += ["--package"] + (["--ours"] if lib else [])
+    elif lib:
         cmd += ["--lib", str(lib)]
     if calls:
         cmd += ["--calls", str(calls)]
@@ -71,6 +80,11 @@ def run_child(python, lib, programs, calls, timeout):
     return data
 
 
+def ask(python, code):
+    """What `python -c code` prints (one line)."""
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def cell(xs, unit=1e3, fmt="{:.3f}"):
     lo, hi = min(xs), max(xs)
     return f"{fmt.format(statistics.median(xs) * unit)} ({fmt.format(lo * unit)}-{fmt.format(hi * unit)})"
@@ -84,7 +98,9 @@ def ratio_cell(num, den):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", required=True, type=Path, help="the venv with pennylane-catalyst")
-    parser.add_argument("--runtime", required=True, type=Path, help="our libmlir_async_runtime.so")
+    parser.add_argument("--runtime", type=Path, help="our libmlir_async_runtime.so (the checkout's route)")
+    parser.add_argument("--package", action="store_true",
+                        help="instead of --runtime: ours is the installed mlir-async-rs package's (a user's route)")
     parser.add_argument("--floor", type=Path, help="the floor runtime, a third column")
     parser.add_argument("--runs", type=int, default=11, help="rounds (default 11)")
     parser.add_argument("--calls", type=int, default=0, help="calls per program and process (default: each program's own)")
@@ -95,6 +111,10 @@ def main():
     python = args.venv / "bin" / "python"
     if not python.exists():
         parser.error(f"{python} not found: run make setup")
+    if bool(args.runtime) == args.package:
+        parser.error("give exactly one of --runtime and --package")
+    if args.package and args.floor:
+        parser.error("--floor goes with --runtime")
     for lib in (args.runtime, args.floor):
         if lib and not lib.is_file():
             parser.error(f"{lib} not found: run make build" + (" floor" if lib == args.floor else ""))
@@ -104,11 +124,16 @@ def main():
                                 "from programs import PROGRAMS; print(','.join(PROGRAMS))", str(HERE)],
                                capture_output=True, text=True, check=True).stdout.strip().split(",")
 
-    runtimes = [("C++", None), ("ours", args.runtime.resolve())]
+    ours = ask(python, "import mlir_async_rs; print(mlir_async_rs.library_path())") if args.package \
+        else str(args.runtime.resolve())
+    runtimes = [("C++", None), ("ours", ours)]
     if args.floor:
         runtimes.append(("floor", args.floor.resolve()))
-    wheel_lib = next((args.venv / "lib").glob("python3*/site-packages/catalyst/lib")) / "libmlir_async_runtime.so.22.0git"
-    expected_map = {"C++": [str(wheel_lib.resolve())], "ours": [str(args.runtime.resolve())]}
+    # Catalyst's C++ runtime, where the venv's Python finds Catalyst.
+    catalyst_lib = ask(python, "import importlib.util, pathlib; "
+                               "print(pathlib.Path(importlib.util.find_spec('catalyst').origin).parent / 'lib')")
+    wheel_lib = Path(catalyst_lib) / "libmlir_async_runtime.so.22.0git"
+    expected_map = {"C++": [str(wheel_lib.resolve())], "ours": [ours]}
     if args.floor:
         expected_map["floor"] = [str(args.floor.resolve())]
 
@@ -123,7 +148,7 @@ def main():
             data = None
             for attempt in range(CRASH_ATTEMPTS):
                 try:
-                    data = run_child(python, lib, names, args.calls, args.timeout)
+                    data = run_child(python, lib, names, args.calls, args.timeout, args.package)
                     break
                 except Crash as e:
                     crashes[who].append(f"round {r + 1}: {e}")
