@@ -145,7 +145,7 @@ fn sequential_reference(
         input::Format::LlvmIr => ir.to_vec(),
         input::Format::Mlir => {
             let sequential = reference::sequential_pipeline(pipeline);
-            lower::mlir_to_llvm_ir(input, &cli.mlir_bin, &sequential)?
+            lower::mlir_to_llvm_ir(input, &cli.mlir_bin, &sequential, &[])?
         }
     };
     let runtime = match &flags.reference_runtime {
@@ -187,6 +187,14 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         Some(p) => p.clone(),
         None => lower::default_pipeline(&cli.mlir_bin)?,
     };
+    // The mlir-opt that runs the parallelizing passes, and its plugins.
+    let front_bin = cli.front_mlir_bin.as_ref().unwrap_or(&cli.mlir_bin);
+    let (pipeline, plugins) = if cli.fixed_lowering && input.format == input::Format::Mlir {
+        lower::fixed_lowering(&pipeline, front_bin, &cli.pass_plugins)?
+    } else {
+        (pipeline, cli.pass_plugins.clone())
+    };
+    lower::check_plugins(&plugins, front_bin)?;
     let ir = match input.format {
         input::Format::LlvmIr => input.text.clone(),
         input::Format::Mlir => match &cli.front_mlir_bin {
@@ -194,10 +202,11 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
                 &input,
                 front_bin,
                 &reference::parallelizing_pipeline(&pipeline),
+                &plugins,
                 &cli.mlir_bin,
                 &reference::sequential_pipeline(&pipeline),
             )?,
-            None => lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, &pipeline)?,
+            None => lower::mlir_to_llvm_ir(&input, &cli.mlir_bin, &pipeline, &plugins)?,
         },
     };
     // Before the runtime under test is loaded: the reference runs in a

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The front passes that turn loops into tasks: the reference drops them.
-pub const PARALLELIZING_PASSES: &[&str] = &["async-parallel-for"];
+pub const PARALLELIZING_PASSES: &[&str] = &["async-parallel-for", "async-parallel-for-fixed"];
 
 /// The directive that marks schedule-dependent output lines.
 pub const IGNORE_DIRECTIVE: &str = "REFERENCE-IGNORE:";
