@@ -68,7 +68,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
 	@bash scripts/toolchain/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -101,7 +101,9 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # (make explore-ci: docs/exploration.md; every program is also compared
 # with its sequential reference there), random parallel and async
 # programs against their sequential reference on MLIR 19 and 22 (make
-# fuzz-lowering-ci: docs/lowering-bugs.md), and PennyLane Catalyst's
+# fuzz-lowering-ci: docs/lowering-bugs.md, with MLIR's async-parallel-for
+# and with our patched one), the checks of that patched pass's plugin (make
+# lowering-fixes-ci, mk/lowering-fixes.mk), and PennyLane Catalyst's
 # programs on the C++ runtime and ours, through the mlir-async-rs wheel
 # installed in a new venv (make catalyst-ci, which builds make wheel:
 # docs/catalyst.md).

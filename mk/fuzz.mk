@@ -12,11 +12,17 @@
 #                           async-parallel-for's aligned-block bug nor its
 #                           empty-dimension bug explains, on a lowering error,
 #                           and on a program the model predicts that passes
-#                           (the bug fixed: update the docs) (make test)
+#                           (the bug fixed: update the docs); then the same
+#                           5,000 MLIR 19 programs with our patched pass
+#                           (--fixed-lowering, make lowering-fixes), where
+#                           any failure fails (make test)
 #   make fuzz-lowering      FUZZ_PROGRAMS (100,000) programs on each of
 #                           FUZZ_VERSIONS (19 22); findings in
 #                           target/fuzz-lowering/<version>/findings-*.jsonl
 #   make fuzz-lowering FUZZ_PROGRAMS=5000 FUZZ_VERSIONS=22 FUZZ_SEED=7
+#   make fuzz-lowering FUZZ_VERSIONS=19 FUZZ_SEED=1901 FUZZ_ARGS=--fixed-lowering
+#                           the long run with our patched pass (findings in
+#                           target/fuzz-lowering/19/findings-mlir19-fixed-*)
 
 FUZZ_PROGRAMS ?= 100000
 FUZZ_VERSIONS ?= 19 22
@@ -27,15 +33,16 @@ FUZZ = $(PYTHON) scripts/corpus/fuzz_lowering.py --harness $(HARNESS) --runtime 
 	--floor $(FLOOR_SO) --libs $(RUNNER_UTILS) --batch $(FUZZ_BATCH)
 
 .PHONY: fuzz-lowering fuzz-lowering-ci
-fuzz-lowering: build ## FUZZ_PROGRAMS random parallel/async programs per MLIR version against their sequential reference
+fuzz-lowering: build lowering-fixes ## FUZZ_PROGRAMS random parallel/async programs per MLIR version against their sequential reference
 	@for v in $(FUZZ_VERSIONS); do \
 	  prefix=$(LLVM_PREFIX); [ $$v = 19 ] || prefix=$$(bash scripts/toolchain/fetch_mlir.sh --offline --prefix $$v) || exit 1; \
 	  $(FUZZ) --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED) --llvm-prefix $$prefix \
 	    --out target/fuzz-lowering/$$v $(FUZZ_ARGS) --expect-known || exit 1; \
 	done
 
-fuzz-lowering-ci: build ## a bounded fuzz-lowering: 5,000 programs on MLIR 19, 3,000 on 22; only the known bugs may fail (make test)
+fuzz-lowering-ci: build lowering-fixes ## a bounded fuzz-lowering: 5,000 programs on MLIR 19 with its pass and with ours, 3,000 on 22; only the known bugs may fail, none with ours (make test)
 	$(PYTHON) -m unittest discover -s scripts/corpus -p 'test_fuzz_lowering.py'
 	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19 --expect-known
+	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19-fixed --fixed-lowering
 	@prefix=$$(bash scripts/toolchain/fetch_mlir.sh --offline --prefix 22) && \
 	  $(FUZZ) --programs 3000 --seed 2 --llvm-prefix $$prefix --out target/fuzz-lowering/ci-22 --expect-known

@@ -17,6 +17,11 @@ Params:
                       LD_LIBRARY_PATH set. The corpus is written for MLIR 19:
                       older versions run through `make compat` instead, which
                       rewrites it (lib/downport.py).
+  fixed_lowering=1    RUN lines run async-parallel-for-fixed, our patched pass
+                      (make lowering-fixes; docs/lowering-bugs.md), where they
+                      say async-parallel-for{...}; %mlir_opt loads its plugin;
+                      feature `fixed-lowering` (the programs of the pass's two
+                      bugs are XFAIL without it)
   timeout=SECONDS     per-test time limit (default 300; only when the Python
                       module psutil is installed, which lit needs for it)
 
@@ -90,15 +95,19 @@ kind = lit_config.params.get('runtime_kind') or rules.runtime_kind(runtime, llvm
 if not os.path.exists(runtime):
     lit_config.fatal('runtime library under test not found: %s '
                      '(build it, or pass --param runtime=PATH)' % runtime)
+fixed_lowering = lit_config.params.get('fixed_lowering') == '1'
 try:
     mlir = toolchain.mlir_version(llvm_prefix)
-    config.available_features.update(rules.features(kind, mlir.number))
+    config.available_features.update(rules.features(kind, mlir.number, fixed_lowering))
+    subs = corpus.substitutions(llvm_prefix, runtime, mlir.number, fixed_lowering)
 except ValueError as e:
     lit_config.fatal(str(e))
 lit_config.note('async runtime under test: %s (%s-runtime), MLIR %d at %s'
                 % (runtime, kind, mlir.number, llvm_prefix))
 
-for k, v in corpus.substitutions(llvm_prefix, runtime, mlir.number):
+if fixed_lowering:
+    lit_config.note('async-parallel-for is async-parallel-for-fixed (%s)' % mlir.plugin())
+for k, v in subs:
     config.substitutions.append((k, v))
 config.substitutions.append(('%python', sys.executable))
 if 'LD_LIBRARY_PATH' in toolchain.toolchain_env(llvm_prefix, {}):

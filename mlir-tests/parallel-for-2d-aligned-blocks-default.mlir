@@ -3,8 +3,10 @@
 // in the smallest shape they hit: 7x143 = 1001 elements (block size 1000,
 // aligned up to 1001; block count still 2: every element incremented twice).
 // 16x64, 32x32, 64x64 and 8x128 fail the same way (docs/lowering-bugs.md).
-// XFAIL: rust-runtime, cxx-runtime, floor-runtime
-// Expected to fail until MLIR fixes the pass; an XPASS means it did.
+// XFAIL: !fixed-lowering
+// Expected to fail, on every runtime, until MLIR fixes the pass (an XPASS
+// means it did); with our patched pass (lit --param fixed_lowering=1, make
+// lowering-fixes-ci) it passes.
 
 // RUN: %mlir_opt %s -pass-pipeline="builtin.module(async-parallel-for,%async_passes)" | %run_async | FileCheck %s
 

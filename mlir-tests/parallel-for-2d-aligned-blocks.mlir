@@ -6,8 +6,10 @@
 // starts at element 4, past the end, and the delinearization wraps it back
 // to row 0, so every element is incremented twice. MLIR 19 and 22, either
 // dispatch mode, any runtime (the floor's too: it is the lowering).
-// XFAIL: rust-runtime, cxx-runtime, floor-runtime
-// Expected to fail until MLIR fixes the pass; an XPASS means it did.
+// XFAIL: !fixed-lowering
+// Expected to fail, on every runtime, until MLIR fixes the pass (an XPASS
+// means it did); with our patched pass (lit --param fixed_lowering=1, make
+// lowering-fixes-ci) it passes.
 
 // RUN: %mlir_opt %s -pass-pipeline="builtin.module(async-parallel-for{async-dispatch=true num-workers=1 min-task-size=3},%async_passes)" | %run_async | FileCheck %s
 // RUN: %mlir_opt %s -pass-pipeline="builtin.module(async-parallel-for{async-dispatch=false num-workers=1 min-task-size=3},%async_passes)" | %run_async | FileCheck %s

@@ -4,8 +4,10 @@
 // tests only the product of the trip counts for zero, and a trip count of -1
 // runs one iteration, with i = 1. The same in 2-D, (0, 1) to (2, 0). Any
 // options, MLIR 19 and 22, any runtime (it is the lowering).
-// XFAIL: rust-runtime, cxx-runtime, floor-runtime
-// Expected to fail until MLIR fixes the pass; an XPASS means it did.
+// XFAIL: !fixed-lowering
+// Expected to fail, on every runtime, until MLIR fixes the pass (an XPASS
+// means it did); with our patched pass (lit --param fixed_lowering=1, make
+// lowering-fixes-ci) it passes.
 
 // RUN: %mlir_opt %s -pass-pipeline="builtin.module(async-parallel-for,%async_passes)" | %run_async | FileCheck %s
 // RUN: %mlir_opt %s -pass-pipeline="builtin.module(async-parallel-for{async-dispatch=false num-workers=2 min-task-size=1},%async_passes)" | %run_async | FileCheck %s

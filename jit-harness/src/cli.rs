@@ -62,6 +62,18 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub front_mlir_bin: Option<PathBuf>,
 
+    /// Load this mlir-opt pass plugin (`--load-pass-plugin`) into the mlir-opt that runs the
+    /// pipeline's parallelizing passes (--front-mlir-bin's, else --mlir-bin's); repeatable.
+    #[arg(long = "pass-plugin", value_name = "PATH")]
+    pub pass_plugins: Vec<PathBuf>,
+
+    /// Run async-parallel-for with our patches (async-parallel-for-fixed, docs/lowering-bugs.md)
+    /// instead of MLIR's: renames the pass in --pipeline and loads the plugin `make
+    /// lowering-fixes` builds for the MLIR version of that mlir-opt (target/lowering-fixes/, beside
+    /// this executable's target/release/; --pass-plugin replaces it).
+    #[arg(long)]
+    pub fixed_lowering: bool,
+
     /// Optimization level of the LLVM pass pipeline and code generation (0-3).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 0, allow_negative_numbers = true,
           value_parser = parse_opt_level)]
@@ -361,8 +373,15 @@ impl Cli {
         if self.pipeline.is_some() && self.input_format == InputFormat::Auto && self.input.ends_with(".ll") {
             return Err(Error::usage(format!("--pipeline applies to MLIR input, but {} is LLVM IR", self.input)));
         }
-        if self.front_mlir_bin.is_some() && (self.input_format == InputFormat::Ll || (self.input_format == InputFormat::Auto && self.input.ends_with(".ll"))) {
-            return Err(Error::usage("--front-mlir-bin applies to MLIR input"));
+        let ll_input = self.input_format == InputFormat::Ll || (self.input_format == InputFormat::Auto && self.input.ends_with(".ll"));
+        for (given, flag) in [
+            (self.front_mlir_bin.is_some(), "--front-mlir-bin"),
+            (!self.pass_plugins.is_empty(), "--pass-plugin"),
+            (self.fixed_lowering, "--fixed-lowering"),
+        ] {
+            if given && ll_input {
+                return Err(Error::usage(format!("{flag} applies to MLIR input")));
+            }
         }
         if self.entry.is_empty() {
             return Err(Error::usage("--entry must not be empty"));

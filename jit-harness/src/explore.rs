@@ -183,6 +183,17 @@ fn same_as_first(first: &mut Option<Vec<u8>>, out: &[u8], run: u64, schedule: &S
     }
 }
 
+/// The failure of run `run` whose instance queued `queued` tasks and ran
+/// `ran` under `spec`, if the two differ.
+fn lost_tasks(run: u64, spec: &str, queued: u64, ran: u64) -> Option<String> {
+    (queued != ran).then(|| {
+        format!(
+            "run {run}: {queued} task(s) queued, {ran} run under the schedule {spec}: the runtime lost {} task(s)",
+            queued.abs_diff(ran)
+        )
+    })
+}
+
 /// The placeholder for the signal's name in a crash note.
 const SIGNAL_MARK: char = '\u{1}';
 
@@ -289,12 +300,21 @@ impl Exploration<'_> {
         // crash (the signal handler) reports.
         self.mark_failing(tally, Some(schedule));
         self.prepare_crash_note(tally, run);
-        let result = run_once(cfg, run, check, capture, watchdog, out);
+        let mut result = run_once(cfg, run, check, capture, watchdog, out);
         // A fresh instance for the next run; a hook that hangs is the
         // watchdog's, and this schedule's.
         watchdog.destroy_started();
         self.libs.destroy_runtime_instance();
         watchdog.idle();
+        // Every task the run queued must have run: a schedule that loses
+        // one would pass on a false answer.
+        if let Some(lost) = self.schedules.task_counts().and_then(|(queued, ran)| lost_tasks(run, &spec, queued, ran)) {
+            result.check_failed = true;
+            result.failure = Some(match result.failure.take() {
+                Some(f) => format!("{f}; {lost}"),
+                None => lost,
+            });
+        }
         crate::crash::set_note(None);
         if result.failure.is_none() {
             self.mark_failing(tally, None);
@@ -372,6 +392,13 @@ mod tests {
     fn addresses_are_masked_and_nothing_else() {
         let out = b"base@ = 0x55806ff72a30 rank = 1\nvalue 0x1f\n0xABCDEF0\n";
         assert_eq!(crate::text::mask_addresses(out), b"base@ = 0x? rank = 1\nvalue 0x1f\n0x?\n".to_vec());
+    }
+
+    #[test]
+    fn a_run_whose_queued_count_differs_from_its_run_count_fails() {
+        assert_eq!(lost_tasks(3, "random:7", 12, 12), None);
+        let msg = lost_tasks(3, "random:7", 12, 10).expect("a failure");
+        assert_eq!(msg, "run 3: 12 task(s) queued, 10 run under the schedule random:7: the runtime lost 2 task(s)");
     }
 
     #[test]

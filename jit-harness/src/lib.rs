@@ -126,7 +126,7 @@ fn run_cli(cli: &Cli, args: &[std::ffi::OsString]) -> Result<i32> {
         None => resolve::default_runtime()?,
     };
     let input = input::load(&cli.input, cli.input_format)?;
-    let pipelines = pipeline::Pipelines::from_cli(cli)?;
+    let pipelines = pipeline::Pipelines::from_cli(cli, input.format)?;
     let ir = lower::to_llvm_ir(&input, &pipelines.main())?;
     // Before the runtime under test is loaded: the reference runs in a
     // child process of its own.

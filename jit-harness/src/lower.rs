@@ -41,15 +41,18 @@ fn run_tool(bin: &Path, tool: &str, args: &[String], stdin: &[u8], input_name: &
 }
 
 /// Stage 2's one way in: the program as LLVM IR text. LLVM IR input is
-/// taken as it is; MLIR goes through the `lowering`'s mlir-opt steps (an
-/// empty pipeline is skipped) and `mlir-translate --mlir-to-llvmir`.
+/// taken as it is; MLIR goes through the `lowering`'s mlir-opt steps (each
+/// loads its plugins; an empty pipeline is skipped) and `mlir-translate
+/// --mlir-to-llvmir`.
 pub fn to_llvm_ir(input: &Input, lowering: &Lowering) -> Result<Vec<u8>> {
     if input.format == Format::LlvmIr {
         return Ok(input.text.clone());
     }
     let mut text = input.text.clone();
     for step in lowering.steps.iter().filter(|s| !s.passes.trim().is_empty()) {
-        text = run_tool(&step.bin, "mlir-opt", &[format!("--pass-pipeline={}", step.passes)], &text, &input.name)?;
+        let mut args: Vec<String> = step.plugins.iter().map(|p| format!("--load-pass-plugin={}", p.display())).collect();
+        args.push(format!("--pass-pipeline={}", step.passes));
+        text = run_tool(&step.bin, "mlir-opt", &args, &text, &input.name)?;
     }
     run_tool(&lowering.translate_bin, "mlir-translate", &["--mlir-to-llvmir".to_string()], &text, &input.name)
 }

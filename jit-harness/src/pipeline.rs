@@ -2,15 +2,17 @@
 //! --reference, on top of the mlir-pipelines crate (mlir-tests/lib/
 //! pipelines.txt): the default pipeline of an MLIR version, the pass-list
 //! surgery that takes the parallelizing passes out (the sequential
-//! reference) or keeps only them (--front-mlir-bin), and the [`Lowering`]
-//! of each: which mlir-opt runs which passes, then which mlir-translate.
+//! reference) or keeps only them (--front-mlir-bin), --fixed-lowering's
+//! rename and plugin, and the [`Lowering`] of each: which mlir-opt runs
+//! which passes with which plugins, then which mlir-translate.
 
 use crate::cli::Cli;
 use crate::error::{Error, Result};
+use crate::input::Format;
 use std::path::{Path, PathBuf};
 
 /// The front passes that turn loops into tasks: the reference drops them.
-pub const PARALLELIZING_PASSES: &[&str] = &["async-parallel-for"];
+pub const PARALLELIZING_PASSES: &[&str] = &["async-parallel-for", "async-parallel-for-fixed"];
 
 /// The default `--pipeline` for MLIR input: the whole pipeline of the
 /// MLIR version of `mlir_bin` (`.../llvm-N/bin`; MLIR 19 when the name does
@@ -83,12 +85,56 @@ pub fn parallelizing_pipeline(pipeline: &str) -> String {
     filter_pipeline(pipeline, &is_parallelizing, false)
 }
 
-/// One mlir-opt run: the mlir-opt of `bin`, the pass pipeline `passes`
-/// (an empty one is skipped).
+/// `--fixed-lowering`: `pipeline` with async-parallel-for renamed to the
+/// fixed pass of the MLIR version of `front_bin` (the mlir-opt that runs
+/// it), and the plugin that holds it: `plugins` if given, else the one `make
+/// lowering-fixes` builds, found from the harness executable
+/// (`target/lowering-fixes/...` beside its `target/release/`,
+/// [`mlir_pipelines::plugin_relpath`]).
+pub fn fixed_lowering(pipeline: &str, front_bin: &Path, plugins: &[PathBuf]) -> Result<(String, Vec<PathBuf>)> {
+    let number = mlir_pipelines::version_of_prefix(front_bin).unwrap_or(mlir_pipelines::DEFAULT_VERSION);
+    let table = mlir_pipelines::Table::embedded().map_err(|e| Error::usage(e.to_string()))?;
+    let version = table.version(number).map_err(|e| Error::usage(format!("--fixed-lowering: {e}")))?;
+    let fixed = version.fixed(pipeline).map_err(|e| Error::usage(format!("--fixed-lowering: {e}")))?;
+    if !plugins.is_empty() {
+        return Ok((fixed, plugins.to_vec()));
+    }
+    let relative = format!("../{}", mlir_pipelines::plugin_relpath(number));
+    let plugin = crate::resolve::beside_harness(&[&relative], "async-parallel-for-fixed plugin", "build it with `make lowering-fixes`")?;
+    Ok((fixed, vec![plugin]))
+}
+
+/// Checks that each plugin was built for the MLIR of `bin` (the file
+/// `mlir-version` that lowering-fixes/build.sh writes next to it, when
+/// there is one): mlir-opt would crash loading another version's.
+pub fn check_plugins(plugins: &[PathBuf], bin: &Path) -> Result<()> {
+    let number = mlir_pipelines::version_of_prefix(bin).unwrap_or(mlir_pipelines::DEFAULT_VERSION);
+    for plugin in plugins {
+        if !plugin.is_file() {
+            return Err(Error::usage(format!("--pass-plugin {}: no such file", plugin.display())));
+        }
+        let stamp = plugin.with_file_name("mlir-version");
+        if let Ok(built) = std::fs::read_to_string(&stamp) {
+            let built = built.trim();
+            if built.split('.').next() != Some(number.to_string().as_str()) {
+                return Err(Error::usage(format!(
+                    "--pass-plugin {} was built for MLIR {built}, but the mlir-opt in {} is MLIR {number}: build it for that version (make lowering-fixes)",
+                    plugin.display(),
+                    bin.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One mlir-opt run: the mlir-opt of `bin`, loading the pass `plugins`
+/// first, runs the pass pipeline `passes` (an empty one is skipped).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
     pub bin: PathBuf,
     pub passes: String,
+    pub plugins: Vec<PathBuf>,
 }
 
 /// How MLIR becomes LLVM IR: the mlir-opt steps in order, then
@@ -100,21 +146,33 @@ pub struct Lowering {
 }
 
 /// The pipelines of one harness run: --pipeline (or the default of
-/// --mlir-bin's MLIR version), --mlir-bin, --front-mlir-bin.
+/// --mlir-bin's MLIR version; with --fixed-lowering, its async-parallel-for
+/// renamed), --mlir-bin, --front-mlir-bin, and the plugins the mlir-opt
+/// that runs the parallelizing passes loads (--pass-plugin, or
+/// --fixed-lowering's).
 #[derive(Clone, Debug)]
 pub struct Pipelines {
     pub pipeline: String,
     mlir_bin: PathBuf,
     front_bin: Option<PathBuf>,
+    plugins: Vec<PathBuf>,
 }
 
 impl Pipelines {
-    pub fn from_cli(cli: &Cli) -> Result<Pipelines> {
+    pub fn from_cli(cli: &Cli, format: Format) -> Result<Pipelines> {
         let pipeline = match &cli.pipeline {
             Some(p) => p.clone(),
             None => default_pipeline(&cli.mlir_bin)?,
         };
-        Ok(Pipelines { pipeline, mlir_bin: cli.mlir_bin.clone(), front_bin: cli.front_mlir_bin.clone() })
+        // The mlir-opt that runs the parallelizing passes, and its plugins.
+        let front_bin = cli.front_mlir_bin.as_ref().unwrap_or(&cli.mlir_bin);
+        let (pipeline, plugins) = if cli.fixed_lowering && format == Format::Mlir {
+            fixed_lowering(&pipeline, front_bin, &cli.pass_plugins)?
+        } else {
+            (pipeline, cli.pass_plugins.clone())
+        };
+        check_plugins(&plugins, front_bin)?;
+        Ok(Pipelines { pipeline, mlir_bin: cli.mlir_bin.clone(), front_bin: cli.front_mlir_bin.clone(), plugins })
     }
 
     /// The lowering of the run under test: the whole pipeline with
@@ -123,10 +181,10 @@ impl Pipelines {
     pub fn main(&self) -> Lowering {
         let steps = match &self.front_bin {
             Some(front) => vec![
-                Step { bin: front.clone(), passes: parallelizing_pipeline(&self.pipeline) },
-                Step { bin: self.mlir_bin.clone(), passes: sequential_pipeline(&self.pipeline) },
+                Step { bin: front.clone(), passes: parallelizing_pipeline(&self.pipeline), plugins: self.plugins.clone() },
+                Step { bin: self.mlir_bin.clone(), passes: sequential_pipeline(&self.pipeline), plugins: Vec::new() },
             ],
-            None => vec![Step { bin: self.mlir_bin.clone(), passes: self.pipeline.clone() }],
+            None => vec![Step { bin: self.mlir_bin.clone(), passes: self.pipeline.clone(), plugins: self.plugins.clone() }],
         };
         Lowering { steps, translate_bin: self.mlir_bin.clone() }
     }
@@ -134,7 +192,7 @@ impl Pipelines {
     /// The lowering of the sequential reference: the pipeline without its
     /// parallelizing passes, with --mlir-bin's mlir-opt.
     pub fn sequential(&self) -> Lowering {
-        let step = Step { bin: self.mlir_bin.clone(), passes: sequential_pipeline(&self.pipeline) };
+        let step = Step { bin: self.mlir_bin.clone(), passes: sequential_pipeline(&self.pipeline), plugins: Vec::new() };
         Lowering { steps: vec![step], translate_bin: self.mlir_bin.clone() }
     }
 }
@@ -180,15 +238,20 @@ mod tests {
             pipeline: "builtin.module(async-parallel-for{num-workers=1},a,func.func(b))".to_string(),
             mlir_bin: PathBuf::from("/m19/bin"),
             front_bin: Some(PathBuf::from("/m22/bin")),
+            plugins: vec![PathBuf::from("/p/fix.so")],
         };
         let main = p.main();
         assert_eq!(main.steps.len(), 2);
         assert_eq!((main.steps[0].bin.as_path(), main.steps[0].passes.as_str()), (Path::new("/m22/bin"), "builtin.module(async-parallel-for{num-workers=1})"));
+        assert_eq!(main.steps[0].plugins, vec![PathBuf::from("/p/fix.so")], "the front mlir-opt loads the plugins");
         assert_eq!(main.steps[1].passes, "builtin.module(a,func.func(b))");
+        assert!(main.steps[1].plugins.is_empty());
         assert_eq!(main.translate_bin, PathBuf::from("/m19/bin"));
         let seq = p.sequential();
-        assert_eq!(seq.steps, vec![Step { bin: PathBuf::from("/m19/bin"), passes: "builtin.module(a,func.func(b))".to_string() }]);
+        let sequential = "builtin.module(a,func.func(b))".to_string();
+        assert_eq!(seq.steps, vec![Step { bin: PathBuf::from("/m19/bin"), passes: sequential, plugins: vec![] }]);
         let whole = Pipelines { front_bin: None, ..p };
-        assert_eq!(whole.main().steps, vec![Step { bin: PathBuf::from("/m19/bin"), passes: whole.pipeline.clone() }]);
+        let plugins = vec![PathBuf::from("/p/fix.so")];
+        assert_eq!(whole.main().steps, vec![Step { bin: PathBuf::from("/m19/bin"), passes: whole.pipeline.clone(), plugins }]);
     }
 }

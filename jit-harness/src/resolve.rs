@@ -68,6 +68,8 @@ pub struct Introspection {
 pub struct Schedules {
     select_fn: unsafe extern "C" fn(*const std::ffi::c_char) -> i32,
     steps_fn: unsafe extern "C" fn() -> u64,
+    /// Tasks queued and run by the last instance (absent from older builds).
+    tasks_fn: Option<unsafe extern "C" fn(*mut u64) -> u64>,
 }
 
 impl Schedules {
@@ -84,6 +86,16 @@ impl Schedules {
     pub fn steps(&self) -> u64 {
         // SAFETY: no arguments; safe from any thread per the ABI.
         unsafe { (self.steps_fn)() }
+    }
+
+    /// Tasks queued and tasks run by the last deterministic instance
+    /// destroyed, if the runtime counts them.
+    pub fn task_counts(&self) -> Option<(u64, u64)> {
+        let tasks = self.tasks_fn?;
+        let mut run = 0u64;
+        // SAFETY: a valid out pointer, as the ABI takes it.
+        let queued = unsafe { tasks(&mut run) };
+        Some((queued, run))
     }
 }
 
@@ -263,7 +275,14 @@ impl Libraries {
                         rt.get::<unsafe extern "C" fn(*const std::ffi::c_char) -> i32>(b"rust_mlir_async_runtime_select_schedule"),
                         rt.get::<unsafe extern "C" fn() -> u64>(b"rust_mlir_async_runtime_schedule_steps"),
                     ) {
-                        (Ok(select), Ok(steps)) => Some(Schedules { select_fn: *select, steps_fn: *steps }),
+                        (Ok(select), Ok(steps)) => Some(Schedules {
+                            select_fn: *select,
+                            steps_fn: *steps,
+                            tasks_fn: rt
+                                .get::<unsafe extern "C" fn(*mut u64) -> u64>(b"rust_mlir_async_runtime_schedule_tasks")
+                                .ok()
+                                .map(|f| *f),
+                        }),
                         _ => None,
                     };
                     Some(Introspection { stats_fn: *s, wait_idle_fn: *w, schedules })

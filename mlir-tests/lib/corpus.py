@@ -59,6 +59,7 @@ import sys
 import downport
 import lowering
 import manifest
+import pipelines
 import toolchain
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,9 +71,12 @@ DEFAULT_RUNTIME = os.path.join(REPO_ROOT, 'target', 'release',
 SYMBOL_RE = re.compile(r'\bmlirAsyncRuntim\w*')
 HOOKS = ['__mlir_execution_engine_init', '__mlir_execution_engine_destroy']
 
-def substitutions(llvm_prefix=None, runtime=DEFAULT_RUNTIME, version=None):
+def substitutions(llvm_prefix=None, runtime=DEFAULT_RUNTIME, version=None, fixed_lowering=False):
     """(pattern, replacement) pairs, longest pattern first, because lit
-    replaces substitutions in list order without word boundaries."""
+    replaces substitutions in list order without word boundaries.
+    fixed_lowering: RUN lines run our patched async-parallel-for
+    (async-parallel-for-fixed, from the plugin of make lowering-fixes,
+    which %mlir_opt loads) where they say async-parallel-for{...}."""
     llvm_prefix = toolchain.llvm_prefix(llvm_prefix)
     v = toolchain.mlir_version(llvm_prefix, version)
     t = toolchain.tools(llvm_prefix, v.number)
@@ -82,14 +86,22 @@ def substitutions(llvm_prefix=None, runtime=DEFAULT_RUNTIME, version=None):
     # that does not exist, and mlir-opt says so.
     async_func = (v.pipeline(async_func=True) if v.async_func else
                   v.anchored('async-func-lowering-needs-mlir-16,' + v.passes()))
-    subs = [
+    mlir_opt = t['mlir_opt']
+    fixed = []
+    if fixed_lowering:
+        mlir_opt = ' '.join([mlir_opt] + v.plugin_args())
+        # The pass with options, or followed by the next one; both read
+        # the same as a regular expression (lit) and as text (expand()).
+        fixed = [(pipelines.PARALLEL_FOR + end, v.fixed(pipelines.PARALLEL_FOR) + end)
+                 for end in ('{', ',')]
+    subs = fixed + [
         ('%async_func_to_llvm', '-pass-pipeline="%s"' % async_func),
         ('%async_policy_passes', v.passes(policy=True)),
         ('%async_to_llvm', '-pass-pipeline="%s"' % v.pipeline(async_func=False)),
         ('%async_passes', v.passes()),
         ('%run_async', t['mlir_cpu_runner'] +
          ' -e main -entry-point-result=void -O0 ' + shared),
-        ('%mlir_opt', t['mlir_opt']),
+        ('%mlir_opt', mlir_opt),
         ('%mlir_translate', t['mlir_translate']),
         ('%mlir_cpu_runner', t['mlir_cpu_runner']),
         ('%mlir_c_runner_utils', t['mlir_c_runner_utils']),

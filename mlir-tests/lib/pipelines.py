@@ -11,11 +11,21 @@ As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
     v.passes(policy=True)               the bare pass list, no anchor
     v.sequential()                      scf.parallel as sequential loops
     v.openmp_pipeline()                 scf.parallel on OpenMP (libomp)
+    v.pipeline(front='async-parallel-for{...}', fixed=True)
+                                        with async-parallel-for-fixed, the
+                                        patched pass of `make lowering-fixes`,
+                                        which mlir-opt loads with
+                                        v.plugin_args() (--load-pass-plugin)
 As a command (the Makefile, scripts/bench/hot_symbols.sh, the README):
     pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
                  [--front PASS] [--sequential | --openmp]
         prints the pipeline of MLIR N (default 19, or P's version), with
         PASS (e.g. 'async-parallel-for{num-workers=1}') first
+    pipelines.py --fixed-lowering [...] the same with our patched
+        async-parallel-for (async-parallel-for-fixed, docs/lowering-bugs.md)
+    pipelines.py --plugin [--mlir-version N]
+        prints the --load-pass-plugin=PATH option that mlir-opt needs for
+        it (exit 1, saying to run make lowering-fixes, when it is not built)
     pipelines.py --versions             prints every version, ascending
     pipelines.py --runner [--mlir-version N]
                                         prints the runner's name
@@ -28,10 +38,30 @@ import sys
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipelines.txt')
 DEFAULT_VERSION = 19
 SCALAR_KEYS = ('runner', 'anchor', 'async-func', 'to-runtime', 'ref-counting',
-               'policy-ref-counting', 'openmp-to-llvm')
+               'policy-ref-counting', 'openmp-to-llvm', 'fixed-parallel-for')
 LIST_KEYS = ('to-llvm', 'openmp')
 REQUIRED_KEYS = ('runner', 'to-runtime', 'ref-counting', 'policy-ref-counting',
                  'to-llvm')
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The pass that fixed-parallel-for replaces, and the plugin that holds it
+# (lowering-fixes/build.sh writes it, and the MLIR version it is built for
+# into `mlir-version` next to it).
+PARALLEL_FOR = 'async-parallel-for'
+PLUGIN_NAME = 'libmlir_async_lowering_fixes.so'
+
+
+def rename_pass(passes, old, new):
+    """`passes` with every pass named `old` (with or without options, at
+    any nesting) renamed `new`; other names containing `old` are kept."""
+    return re.sub(r'(?<![\w.-])%s(?![\w.-])' % re.escape(old), new, passes)
+
+
+def plugin_relpath(number):
+    """Where make lowering-fixes puts MLIR `number`'s plugin, relative to
+    the repository (the Rust reader has the same rule)."""
+    if number == DEFAULT_VERSION:
+        return 'target/lowering-fixes/' + PLUGIN_NAME
+    return 'target/lowering-fixes/%d/%s' % (number, PLUGIN_NAME)
 
 
 class Version:
@@ -48,6 +78,7 @@ class Version:
         self.to_llvm = entries['to-llvm']
         self.openmp = entries.get('openmp')
         self.openmp_to_llvm = entries.get('openmp-to-llvm')
+        self.fixed_parallel_for = entries.get('fixed-parallel-for')
 
     def passes(self, policy=False, async_func=False):
         """The pass list without anchor: [async-func,] to-runtime,
@@ -62,14 +93,49 @@ class Version:
     def anchored(self, passes):
         return '%s(%s)' % (self.anchor, passes) if self.anchor else passes
 
-    def pipeline(self, policy=False, async_func=None, front=None):
+    def pipeline(self, policy=False, async_func=None, front=None, fixed=False):
         """The whole pipeline, anchored. async_func=None includes the
         async.func lowering where the version has one; `front` is a pass
-        (with options) to run first, e.g. async-parallel-for{...}."""
+        (with options) to run first, e.g. async-parallel-for{...};
+        fixed=True runs async-parallel-for-fixed instead of
+        async-parallel-for (the plugin of make lowering-fixes: plugin_args())."""
         if async_func is None:
             async_func = self.async_func is not None
         p = self.passes(policy, async_func)
+        if front and fixed:
+            front = self.fixed(front)
         return self.anchored(front + ',' + p if front else p)
+
+    def fixed(self, passes):
+        """`passes` with async-parallel-for renamed to this version's fixed
+        pass (ValueError when the version has none)."""
+        if not self.fixed_parallel_for:
+            raise ValueError('MLIR %d has no fixed %s (no fixed-parallel-for in pipelines.txt)'
+                             % (self.number, PARALLEL_FOR))
+        return rename_pass(passes, PARALLEL_FOR, self.fixed_parallel_for)
+
+    def plugin(self, repo=REPO):
+        """The path of the plugin with the fixed pass; ValueError, with what
+        to do, when the version has none, it is not built, or it is built for
+        another MLIR."""
+        self.fixed('')
+        path = os.path.join(repo, plugin_relpath(self.number))
+        if not os.path.exists(path):
+            raise ValueError('no %s for MLIR %d: run `make lowering-fixes`'
+                             % (plugin_relpath(self.number), self.number))
+        try:
+            with open(os.path.join(os.path.dirname(path), 'mlir-version')) as f:
+                built = f.read().strip()
+        except OSError:
+            built = ''
+        if built.split('.')[0] != str(self.number):
+            raise ValueError('%s was built for MLIR %s, not MLIR %d: run `make lowering-fixes`'
+                             % (path, built or '(unknown)', self.number))
+        return path
+
+    def plugin_args(self, repo=REPO):
+        """The mlir-opt options that load plugin()."""
+        return ['--load-pass-plugin=' + self.plugin(repo)]
 
     def sequential(self):
         """to-llvm alone: convert-scf-to-cf lowers scf.parallel to nested
@@ -152,6 +218,11 @@ def main():
                       help='the OpenMP lowering of scf.parallel (libomp)')
     ap.add_argument('--versions', action='store_true', help='print every version')
     ap.add_argument('--runner', action='store_true', help="print the version's runner")
+    ap.add_argument('--fixed-lowering', action='store_true',
+                    help='async-parallel-for-fixed (our patched pass, make lowering-fixes) '
+                         'instead of async-parallel-for in --front')
+    ap.add_argument('--plugin', action='store_true',
+                    help="print mlir-opt's --load-pass-plugin option for --fixed-lowering")
     a = ap.parse_args()
     try:
         table = load()
@@ -167,6 +238,15 @@ def main():
         sys.exit('pipelines: no MLIR %d in %s (have %s)'
                  % (a.mlir_version, TABLE, ' '.join(map(str, sorted(table)))))
     v = table[a.mlir_version]
+    front = a.front
+    if a.fixed_lowering or a.plugin:
+        try:
+            front = v.fixed(front) if front else front
+            if a.plugin:
+                print(' '.join(v.plugin_args()))
+                return 0
+        except ValueError as e:
+            sys.exit('pipelines: %s' % e)
     if a.runner:
         print(v.runner)
     elif a.sequential:
@@ -178,9 +258,9 @@ def main():
             sys.exit('pipelines: %s' % e)
     elif a.bare:
         p = v.passes(a.policy, not a.no_async_func and v.async_func is not None)
-        print(a.front + ',' + p if a.front else p)
+        print(front + ',' + p if front else p)
     else:
-        print(v.pipeline(a.policy, False if a.no_async_func else None, a.front))
+        print(v.pipeline(a.policy, False if a.no_async_func else None, front))
     return 0
 
 

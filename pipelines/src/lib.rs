@@ -22,10 +22,59 @@ pub const TABLE_TEXT: &str = include_str!("../../mlir-tests/lib/pipelines.txt");
 /// install prefix does not name its version (`.../llvm-N`).
 pub const DEFAULT_VERSION: u32 = 19;
 
-const SCALAR_KEYS: &[&str] =
-    &["runner", "anchor", "async-func", "to-runtime", "ref-counting", "policy-ref-counting", "openmp-to-llvm"];
+const SCALAR_KEYS: &[&str] = &[
+    "runner",
+    "anchor",
+    "async-func",
+    "to-runtime",
+    "ref-counting",
+    "policy-ref-counting",
+    "openmp-to-llvm",
+    "fixed-parallel-for",
+];
 const LIST_KEYS: &[&str] = &["to-llvm", "openmp"];
 const REQUIRED_KEYS: &[&str] = &["runner", "to-runtime", "ref-counting", "policy-ref-counting", "to-llvm"];
+
+/// The pass that a version's `fixed-parallel-for` replaces.
+pub const PARALLEL_FOR: &str = "async-parallel-for";
+
+/// The file name of the plugin of `make lowering-fixes`.
+pub const PLUGIN_NAME: &str = "libmlir_async_lowering_fixes.so";
+
+/// Where `make lowering-fixes` puts MLIR `number`'s plugin, relative to the
+/// repository's `target/` (as `pipelines.py`'s `plugin_relpath`, which
+/// gives it relative to the repository).
+pub fn plugin_relpath(number: u32) -> String {
+    if number == DEFAULT_VERSION {
+        format!("lowering-fixes/{PLUGIN_NAME}")
+    } else {
+        format!("lowering-fixes/{number}/{PLUGIN_NAME}")
+    }
+}
+
+/// `passes` with every pass named `old` (with or without options, at any
+/// nesting) renamed `new`; names that merely contain `old` are kept (as
+/// `pipelines.py`'s `rename_pass`).
+pub fn rename_pass(passes: &str, old: &str, new: &str) -> String {
+    let part_of_name = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
+    let mut out = String::with_capacity(passes.len());
+    let mut rest = passes;
+    let mut prev: Option<char> = None;
+    while let Some(i) = rest.find(old) {
+        let before = rest[..i].chars().next_back().or(prev);
+        let after = rest[i + old.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if before.is_some_and(part_of_name) || after.is_some_and(part_of_name) {
+            out.push_str(old);
+        } else {
+            out.push_str(new);
+        }
+        prev = old.chars().next_back();
+        rest = &rest[i + old.len()..];
+    }
+    out.push_str(rest);
+    out
+}
 
 /// A malformed table, or a version it does not have.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +107,9 @@ pub struct Version {
     pub openmp: Vec<String>,
     /// The omp dialect to LLVM, run just before to-llvm's last pass.
     pub openmp_to_llvm: Option<String>,
+    /// The name of async-parallel-for with our patches in the plugin of
+    /// `make lowering-fixes`; `None`: no plugin for the version.
+    pub fixed_parallel_for: Option<String>,
 }
 
 impl Version {
@@ -123,6 +175,15 @@ impl Version {
         Ok(self.anchored(&steps.join(",")))
     }
 
+    /// `passes` with async-parallel-for renamed to the version's fixed pass
+    /// (`--fixed-lowering`); an error when the version has none.
+    pub fn fixed(&self, passes: &str) -> Result<String, Error> {
+        let fixed = self.fixed_parallel_for.as_deref().ok_or_else(|| {
+            Error(format!("MLIR {} has no fixed {PARALLEL_FOR} (no fixed-parallel-for in pipelines.txt)", self.number))
+        })?;
+        Ok(rename_pass(passes, PARALLEL_FOR, fixed))
+    }
+
     /// The default pipeline for a program: everything, the automatic
     /// reference counting (what `pipelines.py` prints without options).
     pub fn default_pipeline(&self) -> String {
@@ -180,6 +241,7 @@ impl Table {
                 to_llvm: entries.get("to-llvm").map(|v| v.iter().map(|p| p.to_string()).collect()).unwrap_or_default(),
                 openmp: entries.get("openmp").map(|v| v.iter().map(|p| p.to_string()).collect()).unwrap_or_default(),
                 openmp_to_llvm: one("openmp-to-llvm"),
+                fixed_parallel_for: one("fixed-parallel-for"),
             };
             versions.insert(number, version);
         }
@@ -251,6 +313,22 @@ mod tests {
         );
         assert!(Table::parse("19 runner a", "t").unwrap_err().to_string().starts_with("t: MLIR 19 lacks to-runtime"));
         assert_eq!(Table::embedded().unwrap().version(13).unwrap_err().to_string(), "no MLIR 13 in pipelines.txt (have 14 15 16 19 22)");
+    }
+
+    #[test]
+    fn the_fixed_lowering_renames_async_parallel_for_only() {
+        let table = Table::embedded().unwrap();
+        let v19 = table.version(19).unwrap();
+        assert_eq!(
+            v19.fixed("builtin.module(async-parallel-for{num-workers=1},func.func(async-parallel-for),x)").unwrap(),
+            "builtin.module(async-parallel-for-fixed{num-workers=1},func.func(async-parallel-for-fixed),x)"
+        );
+        assert_eq!(v19.fixed("async-parallel-for-fixed,my.async-parallel-for,async-parallel-fork").unwrap(),
+                   "async-parallel-for-fixed,my.async-parallel-for,async-parallel-fork");
+        assert_eq!(rename_pass("async-parallel-for", "async-parallel-for", "y"), "y");
+        assert!(table.version(16).unwrap().fixed("async-parallel-for").is_err());
+        assert_eq!(plugin_relpath(19), "lowering-fixes/libmlir_async_lowering_fixes.so");
+        assert_eq!(plugin_relpath(22), "lowering-fixes/22/libmlir_async_lowering_fixes.so");
     }
 
     #[test]

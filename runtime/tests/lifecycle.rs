@@ -12,7 +12,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
@@ -370,6 +370,222 @@ fn two_continuations_one_blocks_on_the_other() {
     __mlir_execution_engine_destroy();
 }
 
+// ---- 6: exit paths (issue 27) ---------------------------------------------------
+
+/// Tasks queued by a scenario, and tasks that ran: equal at the end, or the
+/// runtime lost tasks.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+static RAN: AtomicUsize = AtomicUsize::new(0);
+
+/// A child's exit code when tasks were lost.
+const LOST: i32 = 5;
+
+/// Queues a task that counts itself when it runs.
+fn queue_counted() {
+    QUEUED.fetch_add(1, Ordering::SeqCst);
+    let (h, r) = task(|| {
+        RAN.fetch_add(1, Ordering::SeqCst);
+    });
+    mlirAsyncRuntimeExecute(h, r);
+}
+
+/// Exits with [`LOST`] unless every task queued so far ran.
+fn check_none_lost(when: &str) {
+    let (queued, ran) = (QUEUED.load(Ordering::SeqCst), RAN.load(Ordering::SeqCst));
+    if queued != ran {
+        eprintln!("scenario: {when}: {} of {queued} task(s) lost ({ran} ran)", queued - ran);
+        // SAFETY: ends the process at once (no exit handler may run again).
+        unsafe { libc::_exit(LOST) };
+    }
+}
+
+extern "C" fn check_none_lost_at_exit() {
+    check_none_lost("at exit, after the runtime's exit handler");
+}
+
+/// Registers [`check_none_lost_at_exit`] before the runtime's own exit
+/// handler (the first runtime call registers that), so it runs after it:
+/// exit handlers run in reverse order.
+fn check_at_exit() {
+    // SAFETY: a plain function without captured state.
+    assert_eq!(unsafe { libc::atexit(check_none_lost_at_exit) }, 0);
+}
+
+/// `main` returns without the destroy hook: one task awaited, a few queued
+/// and not awaited, then `exit`. The runtime's exit handler must drain the
+/// tasks and return (under a deterministic schedule it hung: the main
+/// thread's thread-locals are gone by then, and registering it again
+/// deadlocked on the executor's own lock).
+fn exit_without_destroy() {
+    check_at_exit();
+    execute_and_await();
+    for _ in 0..8 {
+        queue_counted();
+    }
+    std::process::exit(0);
+}
+
+thread_local! {
+    /// Calls the destroy hook when the thread's locals are destroyed.
+    static DESTROY_ON_EXIT: DestroyOnDrop = const { DestroyOnDrop };
+}
+
+struct DestroyOnDrop;
+
+impl Drop for DestroyOnDrop {
+    fn drop(&mut self) {
+        // The runtime's own thread-locals of this thread are gone by now.
+        execute_and_await();
+        queue_counted();
+        __mlir_execution_engine_destroy();
+        check_none_lost("after a destroy in a thread-local destructor");
+    }
+}
+
+/// The destroy hook runs in a thread-local destructor: of a thread the
+/// program started (the first to call in, which queued tasks and called
+/// the runtime again from the destructor), then of the main thread at
+/// `exit`. The destructor is registered before the thread's first runtime
+/// call, so it runs after the runtime's own thread-locals are gone. (The
+/// main thread calls nothing while it joins the other: under a
+/// deterministic schedule a program thread that waits outside the runtime
+/// holds the turn, docs/exploration.md.)
+fn destroy_in_thread_local_destructor() {
+    check_at_exit();
+    thread::spawn(|| {
+        DESTROY_ON_EXIT.with(|_| {});
+        execute_and_await();
+        for _ in 0..8 {
+            queue_counted();
+        }
+    })
+    .join()
+    .unwrap();
+    check_none_lost("after the other thread's exit");
+    DESTROY_ON_EXIT.with(|_| {});
+    execute_and_await();
+    for _ in 0..8 {
+        queue_counted();
+    }
+    std::process::exit(0);
+}
+
+/// Another thread queues tasks in a loop (and now and then awaits one)
+/// while the main thread calls the destroy hook `destroys` times, 200 µs
+/// apart; then the thread stops, and a last destroy must find that every
+/// task it queued ran.
+fn destroy_while_another_thread_queues(destroys: usize) {
+    execute_and_await();
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                if n % 16 == 0 {
+                    execute_and_await();
+                } else {
+                    queue_counted();
+                }
+                // Paced: a producer faster than the tasks finish is the
+                // endless-producer scenario's.
+                spin_for(20);
+            }
+        })
+    };
+    for _ in 0..destroys {
+        thread::sleep(Duration::from_micros(200));
+        __mlir_execution_engine_destroy();
+    }
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    __mlir_execution_engine_destroy();
+    check_none_lost("after the last destroy");
+}
+
+/// A second destroy right after the first, with tasks queued and not
+/// awaited before the first (by this thread and by another one, which
+/// this one waits for through the runtime); then two destroys at once, of
+/// this thread and of another.
+fn destroy_twice(rounds: usize) {
+    for _ in 0..rounds {
+        for _ in 0..8 {
+            queue_counted();
+        }
+        let done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        // SAFETY: the other thread owns one more reference to `done`.
+        unsafe { mlirAsyncRuntimeAddRef(done.get().cast(), 1) };
+        let other = thread::spawn(move || {
+            for _ in 0..4 {
+                queue_counted();
+            }
+            open(done);
+        });
+        // SAFETY: our reference.
+        unsafe {
+            mlirAsyncRuntimeAwaitToken(done.get());
+            mlirAsyncRuntimeDropRef(done.get().cast(), 1);
+        }
+        other.join().unwrap();
+        __mlir_execution_engine_destroy();
+        check_none_lost("after the first destroy");
+        __mlir_execution_engine_destroy();
+        check_none_lost("after the second destroy");
+        // Two at once: another thread destroys first, while this one
+        // (under a deterministic schedule, the primary, holding the turn
+        // between its calls) destroys right after.
+        for _ in 0..8 {
+            queue_counted();
+        }
+        let other = thread::spawn(|| __mlir_execution_engine_destroy());
+        spin_for(2000);
+        __mlir_execution_engine_destroy();
+        other.join().unwrap();
+        check_none_lost("after two destroys at once");
+    }
+}
+
+/// Another thread queues tasks as fast as it can, without end (keeping up
+/// to 200,000 of them queued and not run), while the main thread calls the
+/// destroy hook once: the hook must return (under schedule fuzzing the
+/// tasks finish slower than they come, and it never did), and every task
+/// queued, before or after, must run. (The cap keeps the tasks that go to
+/// the next instance while the first destroy drains few enough for the
+/// last destroy to drain in seconds.)
+fn destroy_against_an_endless_producer() {
+    execute_and_await();
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                queue_counted();
+                while QUEUED.load(Ordering::Relaxed) - RAN.load(Ordering::Relaxed) > 200_000 && !stop.load(Ordering::Relaxed) {
+                    thread::yield_now();
+                }
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(20));
+    let (tx, rx) = mpsc::channel();
+    let watchdog = thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(45)).is_err() {
+            eprintln!("scenario: the destroy hook did not return within 45 s against an endless producer");
+            // SAFETY: ends the process at once: its exit handler would
+            // call the destroy hook again.
+            unsafe { libc::_exit(HUNG) };
+        }
+    });
+    __mlir_execution_engine_destroy();
+    tx.send(()).unwrap();
+    watchdog.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    __mlir_execution_engine_destroy();
+    check_none_lost("after the last destroy");
+}
+
 /// The child side: runs the scenario named in the environment, if any.
 #[test]
 fn scenario_child() {
@@ -383,6 +599,11 @@ fn scenario_child() {
         "spare-churn" => spare_churn(scaled(2000), 1000),
         "spare-expiry" => spare_expiry_against_a_start(scaled(3000), 1000),
         "two-continuations" => two_continuations_one_blocks_on_the_other(),
+        "exit-without-destroy" => exit_without_destroy(),
+        "destroy-in-tls-destructor" => destroy_in_thread_local_destructor(),
+        "destroy-while-queuing" => destroy_while_another_thread_queues(scaled(100)),
+        "destroy-twice" => destroy_twice(scaled(10)),
+        "endless-producer" => destroy_against_an_endless_producer(),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -544,4 +765,66 @@ fn deterministic_schedules_invent_no_deadlock() {
         "MLIR_ASYNC_RUNTIME_SCHEDULE",
         (1..=32).map(|s| format!("random:{s}")).chain((1..=32).map(|s| format!("pct:{s}"))),
     );
+}
+
+// ---- 6: exit paths under every executor (issue 27) ----------------------------
+
+/// The executors the exit paths run under: the multithreaded scheduler,
+/// both deterministic strategies, and schedule fuzzing (`{seed}` becomes
+/// the run's seed). scripts/check/lifecycle_repeat.sh runs the same four.
+const EXECUTORS: [(&str, &str); 4] = [
+    ("MLIR_ASYNC_RUNTIME_WORKERS", "2"),
+    ("MLIR_ASYNC_RUNTIME_SCHEDULE", "random:{seed}"),
+    ("MLIR_ASYNC_RUNTIME_SCHEDULE", "pct:{seed}"),
+    ("MLIR_ASYNC_RUNTIME_FUZZ", "{seed}"),
+];
+
+/// Runs exit path `name` under every executor with `seeds`: each run must
+/// exit 0 in time (no hang, no task lost: the child counts) and the
+/// runtime must not report an abandoned task.
+fn assert_exit_path(name: &str, seeds: std::ops::RangeInclusive<u64>, limit: Duration) {
+    let mut failed = Vec::new();
+    let mut runs = 0;
+    for (variable, value) in EXECUTORS {
+        for seed in seeds.clone() {
+            runs += 1;
+            let value = value.replace("{seed}", &seed.to_string());
+            let run = scenario(name, &[(variable, &value)], limit);
+            if !run.succeeded() || run.stderr.contains("abandoned") {
+                failed.push(format!("{variable}={value}: {}", run.describe()));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{name}: {} of {runs} runs failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// Issue 27 (1): under a deterministic schedule this hung in every run.
+#[test]
+fn a_program_that_exits_without_the_destroy_hook_drains_and_exits() {
+    assert_exit_path("exit-without-destroy", 1..=4, Duration::from_secs(20));
+}
+
+#[test]
+fn the_destroy_hook_in_a_thread_local_destructor_drains_and_returns() {
+    assert_exit_path("destroy-in-tls-destructor", 1..=4, Duration::from_secs(20));
+}
+
+/// Issue 27 (2): under a deterministic schedule tasks were lost in most
+/// runs (a program thread's `Execute` ran between the destroy's wake at
+/// idleness and its close).
+#[test]
+fn no_task_is_lost_when_destroy_runs_while_another_thread_queues() {
+    assert_exit_path("destroy-while-queuing", 1..=3, Duration::from_secs(60));
+}
+
+#[test]
+fn a_second_destroy_right_after_the_first_finds_nothing_lost() {
+    assert_exit_path("destroy-twice", 1..=2, Duration::from_secs(20));
+}
+
+/// Issue 27 (3): under schedule fuzzing the destroy hook never returned
+/// against a thread that queues without end.
+#[test]
+fn the_destroy_hook_returns_against_an_endless_producer() {
+    assert_exit_path("endless-producer", 1..=1, Duration::from_secs(60));
 }

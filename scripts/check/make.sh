@@ -131,7 +131,7 @@ fi
 dry=$($MAKE --no-print-directory -n test 2>&1)
 pip_offline='\bpip --isolated [a-z]+ --no-index\b'
 net=$(echo "$dry" | grep -nE "$NET_STEP" | grep -vE '^[0-9]+:bash scripts/toolchain/setup\.sh$' | grep -vE "$pip_offline" || true)
-fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol_binding\.py|fetch_mlir\.sh' || true)
+fetch=$(echo "$dry" | grep -nE 'compat\.py|symbol_binding\.py|fetch_mlir\.sh|fetch_mlir_source\.sh' || true)
 online=$(echo "$fetch" | grep -v -- '--offline' || true)
 if [ -z "$net$online" ] && [ -n "$fetch" ] && echo "$dry" | grep -qx 'bash scripts/toolchain/setup.sh'; then
   pass "make -n test: the set-up, then no network step ($(echo "$fetch" | wc -l) uses of the MLIR cache, all --offline; $(echo "$dry" | grep -cE "$pip_offline") of pip, all --isolated --no-index)"

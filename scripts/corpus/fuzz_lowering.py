@@ -23,6 +23,11 @@ block count of the block-aligned dispatch is computed from the unaligned
 block size: docs/lowering-bugs.md); failures the model does not predict
 are reported as new, with the batch kept in --out for inspection.
 
+With --fixed-lowering the programs run through async-parallel-for-fixed,
+the pass with our patches (make lowering-fixes, docs/lowering-bugs.md),
+and every failure counts: the model's predictions are then the programs
+the unpatched pass would fail (predicted_but_passed is expected).
+
   fuzz_lowering.py --programs 100000 --harness H --runtime SO --floor SO \\
       --libs LIBS [--mlir-version 22 --llvm-prefix P] [--seed S] [--batch N]
 """
@@ -531,18 +536,31 @@ def main():
     ap.add_argument('--expect-known', action='store_true',
                     help='exit 0 when every failing program is one the model of the known bug '
                          'predicts (make test); otherwise any failure fails')
+    ap.add_argument('--fixed-lowering', action='store_true',
+                    help='run async-parallel-for-fixed, the patched pass of make lowering-fixes, '
+                         'instead of async-parallel-for: any failure fails')
     a = ap.parse_args()
 
     version = pipelines.version_of_prefix(a.llvm_prefix)
     v19 = toolchain.mlir_version()  # the JIT's toolchain: $LLVM_PREFIX, MLIR 19
+    plugin_flags = []
+    if a.fixed_lowering:
+        try:
+            plugin = pipelines.load()[version].plugin()
+        except (ValueError, KeyError) as e:
+            sys.exit('fuzz-lowering: --fixed-lowering: %s' % e)
+        # The harness renames the pass (pipelines.txt's fixed-parallel-for)
+        # and loads the plugin that pipelines.py found and checked.
+        plugin_flags = ['--fixed-lowering', '--pass-plugin', plugin]
     os.makedirs(a.out, exist_ok=True)
     env = toolchain.toolchain_env(a.llvm_prefix)
     rng = random.Random(a.seed)
-    stats = {'mlir': version, 'seed': a.seed, 'programs': 0, 'functions': 0, 'batches': 0, 'failed': 0,
+    stats = {'mlir': version, 'fixed_lowering': a.fixed_lowering, 'seed': a.seed, 'programs': 0, 'functions': 0, 'batches': 0, 'failed': 0,
              'predicted_and_failed': 0, 'predicted_but_passed': 0, 'empty_dimension_failed': 0,
              'unexplained': 0, 'crashed': 0,
              'batch_errors': 0, 'by_kind': {}}
-    findings_path = os.path.join(a.out, 'findings-mlir%d-seed%d.jsonl' % (version, a.seed))
+    tag = 'mlir%d%s-seed%d' % (version, '-fixed' if a.fixed_lowering else '', a.seed)
+    findings_path = os.path.join(a.out, 'findings-%s.jsonl' % tag)
     findings = open(findings_path, 'w')
     start = time.time()
     done = 0
@@ -559,7 +577,7 @@ def main():
                               pipeline=v19.pipeline(async_func=False, front=front),
                               reference_runtime=a.floor, timeout=a.timeout, json=True,
                               repeat=repeat,
-                              extra=['--save-reference', ref_out, '--save-output', run_out])
+                              extra=['--save-reference', ref_out, '--save-output', run_out] + plugin_flags)
         if version != v19.number:
             cmd += ['--front-mlir-bin', os.path.join(a.llvm_prefix, 'bin')]
         for path in (ref_out, run_out):
@@ -612,7 +630,7 @@ def main():
             p, got, want, broken = run(head, [g for g in groups if g[0] not in crashed])
         if broken:
             stats['batch_errors'] += 1
-            keep = os.path.join(a.out, 'error-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, batch_no))
+            keep = os.path.join(a.out, 'error-%s-batch%d.mlir' % (tag, batch_no))
             os.replace(os.path.join(a.out, 'batch.mlir'), keep)
             why = (p.stderr.strip().splitlines() or ['?'])[-1]
             findings.write(json.dumps({'batch_error': why, 'kept': keep, 'front': front}) + '\n')
@@ -628,7 +646,10 @@ def main():
                 batch_failed += 1
                 stats['failed'] += 1
                 stats['crashed'] += k in crashed
-                if d['predicted']:
+                if a.fixed_lowering:
+                    stats['unexplained'] += 1
+                    new_in_batch = True
+                elif d['predicted']:
                     stats['predicted_and_failed'] += 1
                 elif d['empty_dimension']:
                     stats['empty_dimension_failed'] += 1
@@ -645,15 +666,15 @@ def main():
             new_in_batch = True
             stats['unexplained'] += 1
         if new_in_batch:
-            keep = os.path.join(a.out, 'unexplained-mlir%d-seed%d-batch%d.mlir' % (version, a.seed, batch_no))
+            keep = os.path.join(a.out, 'unexplained-%s-batch%d.mlir' % (tag, batch_no))
             with open(keep, 'w') as f:
                 f.write(module(head, groups))
             sys.stderr.write('fuzz-lowering: batch %d: a failure the known bugs do not explain (kept %s)\n'
                              % (batch_no, keep))
         secs = time.time() - start
-        sys.stderr.write('\rfuzz-lowering: MLIR %d: %d/%d programs, %d failed (%d aligned blocks, %d empty '
+        sys.stderr.write('\rfuzz-lowering: MLIR %d%s: %d/%d programs, %d failed (%d aligned blocks, %d empty '
                          'dimension, %d unexplained; %d crashed), %d batch errors, %.1f programs/s '
-                         % (version, done, a.programs, stats['failed'], stats['predicted_and_failed'],
+                         % (version, ' fixed' if a.fixed_lowering else '', done, a.programs, stats['failed'], stats['predicted_and_failed'],
                             stats['empty_dimension_failed'], stats['unexplained'], stats['crashed'],
                             stats['batch_errors'], stats['programs'] / max(secs, 1e-9)))
     findings.close()
@@ -663,6 +684,10 @@ def main():
     stats['findings'] = findings_path
     sys.stderr.write('\n')
     print(json.dumps(stats))
+    if a.fixed_lowering:
+        # The patched pass: the model's predictions are the unpatched
+        # pass's failures, and any failure is one too many.
+        return 1 if stats['failed'] or stats['unexplained'] or stats['batch_errors'] else 0
     bad = stats['unexplained'] or stats['batch_errors'] or stats['predicted_but_passed']
     if a.expect_known:
         return 1 if bad else 0

@@ -22,6 +22,14 @@
 #                    lists Polly; -lzstd
 #   libomp-19-dev    LLVM 19's OpenMP runtime (lib/libomp.so): make bench runs
 #                    the parallel loops lowered with convert-scf-to-openmp on it
+#   clang-19         make lowering-fixes compiles MLIR's async-parallel-for
+#                    (with our patches) into a pass plugin with the compiler
+#                    libMLIR was built with: with g++, TypeIDs of op traits
+#                    differ from libMLIR's and the pass silently lowers
+#                    differently (lowering-fixes/build.sh)
+# Source packages (make lowering-fixes): llvm-toolchain-19, the source of the
+# installed LLVM/MLIR, fetched by scripts/toolchain/fetch_mlir_source.sh into
+# target/mlir-src (it adds a deb-src entry once).
 # Python modules (PyPI): lit, and psutil (without it lit cannot enforce
 # per-test timeouts, and a hang would stall CI instead of failing it).
 # Rust crates: every crate of Cargo.lock, in cargo's cache.
@@ -34,7 +42,7 @@
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-19}
 APT_PACKAGES=(llvm-19 llvm-19-dev llvm-19-tools mlir-19-tools libmlir-19 libmlir-19-dev lld-19 pkgconf g++ valgrind gdb gcc
               libclang1-19 libclang-common-19-dev libpolly-19-dev libzstd-dev
-              libomp-19-dev)
+              libomp-19-dev clang-19)
 
 # One file per package that proves it is installed.
 declare -A PROBE=(
@@ -55,6 +63,7 @@ declare -A PROBE=(
   [libpolly-19-dev]="$LLVM_PREFIX/lib/libPolly.a"
   [libzstd-dev]="/usr/include/zstd.h"
   [libomp-19-dev]="$LLVM_PREFIX/lib/libomp.so"
+  [clang-19]="$LLVM_PREFIX/bin/clang++"
 )
 
 PY_MODULES=(lit psutil)

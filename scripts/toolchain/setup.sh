@@ -10,7 +10,8 @@
 # scripts/toolchain/setup_venv.sh, and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
 # downloaded and unpacked, never installed, into target/compat
-# (scripts/toolchain/fetch_mlir.sh).
+# (scripts/toolchain/fetch_mlir.sh), and the source packages of MLIR 19 and 22
+# for make lowering-fixes (scripts/toolchain/fetch_mlir_source.sh, target/mlir-src).
 # The one step of the build that reaches the network: every other make
 # target runs cargo offline and only checks (scripts/toolchain/check.sh).
 # Does nothing when everything is present, so `make test` calls it every time.
@@ -74,6 +75,11 @@ for v in $(python3 mlir-tests/lib/pipelines.py --versions); do
 done
 bash scripts/toolchain/fetch_mlir.sh "${others[@]}"
 [ "${#dev[@]}" -eq 0 ] || bash scripts/toolchain/fetch_mlir.sh --dev "${dev[@]}"
+
+# The source packages of the installed MLIR and of MLIR 22, for make
+# lowering-fixes: their async-parallel-for with our patches. Cached in
+# target/mlir-src.
+bash scripts/toolchain/fetch_mlir_source.sh "$installed" 22
 
 mapfile -t still < <(missing_packages)
 for pkg in ${still[@]+"${still[@]}"}; do

@@ -159,6 +159,12 @@ int rust_mlir_async_runtime_select_schedule(const char *spec);
  * one destroyed; 0 when there was none. */
 uint64_t rust_mlir_async_runtime_schedule_steps(void);
 
+/* Tasks queued (Execute calls, fired continuations) by the last
+ * deterministic instance destroyed; writes the tasks it ran to *run unless
+ * run is NULL. The two differ exactly when that instance lost tasks (its
+ * destroy then said so on stderr). 0 and 0 when there was none. */
+uint64_t rust_mlir_async_runtime_schedule_tasks(uint64_t *run);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

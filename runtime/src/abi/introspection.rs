@@ -50,3 +50,9 @@ pub fn select_schedule(spec: Option<&str>) -> Result<(), String> {
 pub fn schedule_steps() -> u64 {
     instance::schedule_steps()
 }
+
+/// Tasks queued and tasks run by the last deterministic instance
+/// destroyed: equal unless it lost tasks.
+pub fn schedule_task_counts() -> (u64, u64) {
+    instance::schedule_task_counts()
+}

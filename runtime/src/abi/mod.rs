@@ -372,3 +372,20 @@ pub unsafe extern "C" fn rust_mlir_async_runtime_select_schedule(spec: *const c_
 pub extern "C" fn rust_mlir_async_runtime_schedule_steps() -> u64 {
     introspection::schedule_steps()
 }
+
+/// Tasks queued and tasks run by the last deterministic instance
+/// destroyed (0 and 0 when there was none): different exactly when that
+/// instance lost tasks. Returns the queued count; writes the run count to
+/// `*run` unless it is null.
+///
+/// # Safety
+/// `run` is null or valid for a write of a `u64`.
+#[no_mangle]
+pub unsafe extern "C" fn rust_mlir_async_runtime_schedule_tasks(run: *mut u64) -> u64 {
+    let (queued, ran) = introspection::schedule_task_counts();
+    if !run.is_null() {
+        // SAFETY: per the contract.
+        unsafe { run.write(ran) };
+    }
+    queued
+}

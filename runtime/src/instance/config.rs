@@ -1,7 +1,7 @@
 //! The runtime's configuration, read from the environment when an instance
 //! starts: the number of workers and the cap on threads.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sync::misuse::warn;
 
@@ -173,5 +173,37 @@ mod tests {
         assert!(lines.is_empty());
         assert_eq!(spare_keep_alive(Some("soon"), &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
         assert_eq!(lines.len(), 1);
+    }
+}
+
+/// The destroy hook drains an instance while it is still current (tasks
+/// other threads queue meanwhile join the drain) for at most this long, and
+/// while at most [`DRAIN_WHILE_CURRENT_TASKS`] tasks are in flight; then it
+/// takes it out and drains only what it accepted. The bound against a
+/// thread that queues faster than the tasks finish (issue 27;
+/// docs/reliability.md): its later tasks go to the next instance. Short:
+/// a task another thread queues late runs either way, on this instance or
+/// on the next (a program must not let its own threads run compiled code
+/// after the destroy hook returns, whichever instance runs their tasks).
+pub(crate) const DRAIN_WHILE_CURRENT: Duration = Duration::from_millis(100);
+
+/// See [`DRAIN_WHILE_CURRENT`]: a queue this long is a producer outpacing
+/// the tasks (under schedule fuzzing, 100,000 tasks take about 0.4 s).
+pub(crate) const DRAIN_WHILE_CURRENT_TASKS: usize = 100_000;
+
+/// The destroy hook's drain while the instance is current:
+/// `wait_idle(limit)` (true once idle within `limit`) in short slices
+/// until the instance is idle (true) or a bound of [`DRAIN_WHILE_CURRENT`]
+/// is passed (false); `in_flight` counts the tasks ready or running.
+pub(crate) fn drain_while_current(mut wait_idle: impl FnMut(Duration) -> bool, in_flight: impl Fn() -> usize) -> bool {
+    const SLICE: Duration = Duration::from_millis(10);
+    let start = Instant::now();
+    loop {
+        if wait_idle(SLICE) {
+            return true;
+        }
+        if start.elapsed() >= DRAIN_WHILE_CURRENT || in_flight() > DRAIN_WHILE_CURRENT_TASKS {
+            return false;
+        }
     }
 }

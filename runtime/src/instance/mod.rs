@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::task::Task;
-use crate::instance::config::Config;
+use crate::instance::config::{drain_while_current, Config};
 use crate::instance::deterministic::Deterministic;
 use crate::instance::deterministic::spec::{self, Schedule};
 use crate::instance::gate::Gate;
@@ -52,8 +52,9 @@ use crate::object::recycle;
 use crate::probe::counters;
 use crate::probe::observe;
 use crate::probe::trace;
-use crate::sync::misuse::abort_misuse;
+use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::mutation;
+use crate::sync::spawn;
 use crate::sync::process::ForkSafeLock;
 
 /// How an instance runs its tasks.
@@ -162,22 +163,44 @@ fn current_instance() -> Arc<Instance> {
 /// Calls `f` with an instance whose gate this thread is inside: the one it
 /// used last, or else the current one.
 fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
-    CACHED.with(|cached| {
+    let mut f = Some(f);
+    let cached = CACHED.try_with(|cached| {
         let mut cached = cached.borrow_mut();
         loop {
             let instance = cached.get_or_insert_with(current_instance);
             if let Some(_inside) = instance.gate.enter() {
-                return f(instance);
+                return (f.take().expect("called once"))(instance);
             }
             // Destroyed since: the next instance.
             *cached = None;
         }
-    })
+    });
+    match cached {
+        Ok(result) => result,
+        // This thread's locals are gone (a call from a thread-local
+        // destructor, or from an exit handler after `exit` destroyed the
+        // caller's): the current instance, without the cache.
+        Err(_) => without_cache(f.take().expect("not called")),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn without_cache<R>(f: impl FnOnce(&Instance) -> R) -> R {
+    loop {
+        let instance = current_instance();
+        let inside = instance.gate.enter();
+        if inside.is_some() {
+            let result = f(&instance);
+            drop(inside);
+            return result;
+        }
+    }
 }
 
 /// Forgets the instance this thread used last (it was closed).
 fn forget_cached() {
-    CACHED.with(|cached| cached.borrow_mut().take());
+    let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
 }
 
 /// Queues a task from a thread outside the ordinary scheduler's pools: on
@@ -298,6 +321,11 @@ pub(crate) fn logical_thread_id() -> Option<u64> {
     with_deterministic(|executor| executor.logical_thread_id())
 }
 
+/// Tasks queued and tasks run by the last deterministic instance destroyed.
+pub(crate) fn schedule_task_counts() -> (u64, u64) {
+    deterministic::last_task_counts()
+}
+
 /// Scheduling steps of the current deterministic instance, or else of the
 /// last one destroyed.
 pub(crate) fn schedule_steps() -> u64 {
@@ -395,7 +423,19 @@ pub(crate) fn destroy(call: &str) {
     if on_runtime_thread() {
         abort_misuse(call, "called from a worker thread");
     }
-    let _serial = DESTROYING.lock();
+    let _serial = match DESTROYING.try_lock() {
+        Some(serial) => serial,
+        None => {
+            // Another thread is destroying. Under a deterministic schedule
+            // this thread may hold the turn between its runtime calls (the
+            // primary), which that destroy waits for: give it up first, or
+            // both wait forever.
+            if let Some(executor) = running_instance().and_then(|instance| instance.deterministic().cloned()) {
+                executor.step_away();
+            }
+            DESTROYING.lock()
+        }
+    };
     // `try_with`: at process exit (`at_exit`), glibc has already destroyed
     // the main thread's thread-locals.
     let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
@@ -423,13 +463,25 @@ pub(crate) fn destroy(call: &str) {
             return;
         }
         // While the program's tasks finish, any thread may still queue
-        // work on this instance: it is drained too.
-        scheduler.drain();
+        // work on this instance: it is drained too, within bounds. A thread
+        // that queues faster than the tasks finish (an endless producer,
+        // or any producer under schedule fuzzing) would keep it from ever
+        // going idle: past them, tasks queued from outside go to a fresh
+        // instance instead, as if they had come just after this destroy,
+        // and only what this instance accepted is drained.
+        drain_while_current(|limit| scheduler.wait_idle(Some(limit)), || scheduler.tasks_in_flight());
         take_current(&instance);
         // From here on, callers outside the pool go to a fresh instance.
         instance.gate.close_and_wait();
         scheduler.drain();
         scheduler.join_threads();
+        // Every task accepted ran: the pool's threads leave only with
+        // their queues empty. Checked in release builds too: a lost task
+        // is said, never silent.
+        let abandoned = scheduler.tasks_in_flight();
+        if abandoned > 0 {
+            warn(&format!("destroy: {abandoned} task(s) abandoned: still queued after the threads were joined (a runtime bug)"));
+        }
     }
     // Every runtime thread has exited: their trace buffers and counters
     // are final.
@@ -501,10 +553,14 @@ extern "C" fn before_fork() {
     counters::hold_for_fork();
     live::hold_for_fork();
     recycle::lock_for_fork();
+    // Last: a thread that starts one (an instance starting under `CURRENT`)
+    // may hold the locks above; no thread in transition needs them.
+    spawn::hold_for_fork();
 }
 
 /// After `fork`, in the parent and in the child: the reverse order.
 fn release_after_fork() {
+    spawn::release_after_fork();
     recycle::unlock_after_fork();
     live::release_after_fork();
     counters::release_after_fork();

@@ -15,6 +15,7 @@
 pub(crate) mod backoff;
 pub(crate) mod misuse;
 pub(crate) mod mutation;
+pub(crate) mod spawn;
 pub(crate) mod tls;
 
 #[cfg(not(loom))]
@@ -119,6 +120,15 @@ mod fork_safe {
         pub(crate) fn lock(&self) -> ForkSafeGuard<'_, T> {
             self.acquire();
             ForkSafeGuard { lock: self }
+        }
+
+        /// The lock, if it is free now.
+        pub(crate) fn try_lock(&self) -> Option<ForkSafeGuard<'_, T>> {
+            // Acquire: as in `acquire`.
+            self.locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .ok()
+                .map(|_| ForkSafeGuard { lock: self })
         }
 
         /// Takes the lock in a `fork` handler, without a guard: released

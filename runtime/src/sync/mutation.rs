@@ -23,3 +23,9 @@ pub(crate) const TOUCH_AFTER_FREE: bool = cfg!(feature = "mutation-touch-after-f
 /// so the last drainer's notification in between is lost (in production
 /// the wait's 100 ms safety net hides it; a loom model has no timeout).
 pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-recheck");
+
+/// (5) The deterministic executor's destroy closes as soon as the turn
+/// comes back to it at idleness, without looking again whether another
+/// program thread queued a task meanwhile (that task is abandoned:
+/// issue 27's lost tasks).
+pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");

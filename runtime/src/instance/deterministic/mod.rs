@@ -30,9 +30,21 @@
 //!
 //! **Idleness and destroy.** A program thread that waits for idleness
 //! (`rust_mlir_async_runtime_wait_idle`, the destroy hook) blocks until no
-//! task is ready or running. Destroy then closes the executor in the same
-//! step: from then on it accepts no new program thread and no guest coming
-//! back (they go to a fresh instance), and joins the workers.
+//! task is ready or running, and looks again each time the turn comes back
+//! to it (another program thread may have run first and queued a task).
+//! Destroy then closes the executor in the same step: from then on it
+//! accepts no new program thread and no guest coming back (they go to a
+//! fresh instance), and joins the workers. If no idle moment comes within
+//! the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT) (a thread that queues without
+//! end), it refuses
+//! program threads' new calls first and drains what it accepted. It counts
+//! the tasks accepted and run, and says on one line if they differ.
+//!
+//! **Exit.** A call from a thread whose thread-locals are gone (the
+//! runtime's exit handler, a thread-local destructor) is served as a new
+//! guest each time; it is never registered (a registration that cannot be
+//! stored would be dropped under the executor's lock, and its drop takes
+//! that lock).
 //!
 //! **Deadlock.** When nothing can run (every agent blocked, no task that
 //! can start) and no guest is away running its own code, the run cannot
@@ -58,7 +70,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::Config;
+use crate::instance::config::{drain_while_current, Config};
 use crate::instance::deterministic::spec::{Spec, SCHEDULE_ENV};
 use crate::instance::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
 use crate::instance::threads::spares::STACK_SIZE;
@@ -66,6 +78,8 @@ use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::clock;
 use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
+use crate::sync::mutation;
+use crate::sync::spawn::spawn;
 use crate::sync::process::{lock, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 
 /// How long nothing may change while every agent is blocked before the
@@ -83,6 +97,10 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Steps of the last deterministic instance destroyed.
 static LAST_STEPS: AtomicU64 = AtomicU64::new(0);
+/// Tasks queued and tasks run by the last deterministic instance
+/// destroyed (a tool compares them: [`last_task_counts`]).
+static LAST_QUEUED: AtomicU64 = AtomicU64::new(0);
+static LAST_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// True while a deterministic instance exists in this process.
 #[inline(always)]
@@ -96,6 +114,17 @@ pub(crate) fn enabled() -> bool {
 /// deterministic instance destroyed.
 pub(super) fn last_steps() -> u64 {
     LAST_STEPS.load(Ordering::Relaxed)
+}
+
+/// Tasks queued (accepted by `mlirAsyncRuntimeExecute` or a continuation)
+/// and tasks run by the last deterministic instance destroyed; equal
+/// unless the instance lost tasks (which its destroy also reported).
+pub(super) fn last_task_counts() -> (u64, u64) {
+    // Relaxed: written by the destroying thread before the destroy hook
+    // returns; a reader on another thread that did not wait for the hook
+    // reads a count of some earlier or later instance, which the ABI
+    // allows (docs/introspection-abi.md).
+    (LAST_QUEUED.load(Ordering::Relaxed), LAST_RUN.load(Ordering::Relaxed))
 }
 
 type AgentId = usize;
@@ -138,6 +167,9 @@ struct Agent {
     depth: u32,
     /// A worker's next task, handed over with the baton.
     mailbox: Option<Task>,
+    /// A program thread whose wait for idleness timed out: it still waits
+    /// (its call's depth still counts), and its next call goes on with it.
+    idle_pending: bool,
     wake: Arc<Condvar>,
 }
 
@@ -171,6 +203,15 @@ struct State {
     stall_epoch: u64,
     /// No new program thread, no guest coming back (the destroy hook).
     closed: bool,
+    /// The destroy hook found no idle moment within the bounds of
+    /// [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT):
+    /// program threads get no new turn (their calls go to the next
+    /// instance) while the tasks already accepted run.
+    closing: bool,
+    /// Tasks accepted (made ready), and tasks run to their return: equal
+    /// once the executor is closed, or tasks were lost.
+    queued: u64,
+    run: u64,
     /// Workers and the watcher end.
     shutdown: bool,
     threads: Vec<JoinHandle<()>>,
@@ -178,7 +219,15 @@ struct State {
 
 impl State {
     fn add_agent(&mut self, role: Role, status: Status) -> AgentId {
-        self.agents.push(Agent { role, status, strand: None, depth: 0, mailbox: None, wake: Arc::new(Condvar::new()) });
+        self.agents.push(Agent {
+            role,
+            status,
+            strand: None,
+            depth: 0,
+            mailbox: None,
+            idle_pending: false,
+            wake: Arc::new(Condvar::new()),
+        });
         self.agents.len() - 1
     }
 
@@ -315,6 +364,9 @@ impl Deterministic {
                 stall: None,
                 stall_epoch: 0,
                 closed: false,
+                closing: false,
+                queued: 0,
+                run: 0,
                 shutdown: false,
                 threads: Vec::new(),
             }),
@@ -322,9 +374,7 @@ impl Deterministic {
             this: this.clone(),
         });
         let watched = Arc::clone(&executor);
-        let watcher = std::thread::Builder::new()
-            .name("mlir-det-watch".into())
-            .spawn(move || watched.watch_for_deadlock())
+        let watcher = spawn(std::thread::Builder::new().name("mlir-det-watch".into()), move || watched.watch_for_deadlock())
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start a thread: {e}")));
         lock(&executor.state).threads.push(watcher);
         executor
@@ -353,6 +403,7 @@ impl Deterministic {
         let strand = st.strategy.new_strand();
         st.strategy.push(strand, Waiting::ForThread);
         st.ready.insert(strand, Ready::Task(task));
+        st.queued += 1;
         st = self.decide_and_wait(st, me, After::GoesOn);
         self.leave(st, me);
         Ok(())
@@ -408,12 +459,41 @@ impl Deterministic {
         self.wait_idle_then(timeout, false)
     }
 
+    /// Gives the turn up if this thread holds it between its runtime calls
+    /// (the primary, or any program thread after a call): before it waits
+    /// for another thread's destroy, which needs the turn. Its next call
+    /// takes a turn as a guest's would.
+    pub(super) fn step_away(&self) {
+        let mut st = lock(&self.state);
+        let me = REGISTERED
+            .try_with(|r| r.borrow().as_ref().filter(|r| r.id == self.id).map(|r| r.agent))
+            .ok()
+            .flatten();
+        let Some(me) = me else { return };
+        let agent = &st.agents[me];
+        if st.running == Some(me) && agent.depth == 0 && agent.role != Role::Worker {
+            st.agents[me].status = Status::Away;
+            self.decide(&mut st, Some(me), After::Away);
+        }
+    }
+
     /// The destroy hook's part: waits for idleness and closes the executor
     /// in the same step, then joins its threads.
+    ///
+    /// Bounded against a program thread that queues tasks without end: if
+    /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT)
+    /// (5 s, or 100,000 tasks in flight), program threads
+    /// get no new turn from then on (their calls go to the next instance),
+    /// and the tasks already accepted run to the end.
+    /// Every task accepted runs; if one did not (a bug), destroy says how
+    /// many on one line.
     pub(super) fn close(&self) {
-        if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
-            warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
-            self.wait_idle_then(None, true);
+        if !drain_while_current(|limit| self.wait_idle_then(Some(limit), true), || self.tasks_in_flight()) {
+            lock(&self.state).closing = true;
+            if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
+                warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
+                self.wait_idle_then(None, true);
+            }
         }
         let threads = {
             let mut st = lock(&self.state);
@@ -430,6 +510,20 @@ impl Deterministic {
                 abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
             }
         }
+        let (queued, run) = {
+            let st = lock(&self.state);
+            (st.queued, st.run)
+        };
+        LAST_QUEUED.store(queued, Ordering::Relaxed);
+        LAST_RUN.store(run, Ordering::Relaxed);
+        if queued != run {
+            warn(&format!(
+                "destroy: {} task(s) abandoned under the deterministic schedule {}: {queued} queued, {run} run \
+                 (a task queued while the executor closed; a runtime bug)",
+                queued.saturating_sub(run),
+                self.spec
+            ));
+        }
         clock::logical_end();
         ACTIVE.fetch_sub(1, Ordering::Relaxed);
     }
@@ -444,16 +538,29 @@ impl Deterministic {
         if st.agents[me].status == Status::Away {
             st = self.acquire(st, me);
         }
-        if st.agents[me].status == Status::Running {
+        if std::mem::take(&mut st.agents[me].idle_pending) {
+            // Back after a timeout: its first call's depth still counts
+            // (it may have been chosen meanwhile, and holds the baton).
+        } else if st.agents[me].status == Status::Running {
             st.agents[me].depth += 1;
-            if st.in_flight() > 0 {
+        }
+        let wake = Arc::clone(&st.agents[me].wake);
+        let mut woken = false;
+        loop {
+            if st.running == Some(me) {
+                // The turn came back at idleness, but the strategy may have
+                // run another program thread first, whose `Execute` queued
+                // a task: idle only if nothing is in flight now, else wait
+                // again (without this re-check, closing would abandon that
+                // task; issue 27).
+                if st.in_flight() == 0 || woken && mutation::DETERMINISTIC_IDLE_NO_RECHECK {
+                    break;
+                }
                 st.agents[me].status = Status::IdleWait;
                 st.idle_waiters.push(me);
                 self.decide(&mut st, Some(me), After::Waits);
+                continue;
             }
-        }
-        let wake = Arc::clone(&st.agents[me].wake);
-        while st.running != Some(me) {
             match deadline {
                 None => st = wake.wait(st).unwrap_or_else(|e| e.into_inner()),
                 Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
@@ -461,11 +568,14 @@ impl Deterministic {
                         st = wake.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
                     }
                     // Still waiting: the thread stays an idle waiter.
-                    _ => return false,
+                    _ => {
+                        st.agents[me].idle_pending = true;
+                        return false;
+                    }
                 },
             }
+            woken = true;
         }
-        debug_assert_eq!(st.in_flight(), 0);
         if close {
             st.closed = true;
             // Program threads waiting for a turn now find the executor
@@ -496,16 +606,19 @@ impl Deterministic {
         if role == Role::Primary {
             st.primary = Some(me);
         }
-        let registration = Registration { executor: self.this.clone(), id: self.id, agent: me };
         let mut old = None;
-        // A thread whose local storage is gone (exiting) stays unregistered:
-        // it is a new guest at each call.
+        // A thread whose local storage is gone (exiting: a late `atexit`
+        // handler, a thread-local destructor) stays unregistered: it is a
+        // new guest at each call. The registration is made only where it
+        // is stored: one that could not be stored would drop here, and its
+        // drop locks this executor, whose lock the caller holds (the hang
+        // at exit of issue 27).
         let _ = REGISTERED.try_with(|r| {
             if let Ok(mut r) = r.try_borrow_mut() {
                 // The old registration (of an instance destroyed since)
                 // drops at the end of this function: it locks its own
                 // executor, never this one.
-                old = r.replace(registration);
+                old = r.replace(Registration { executor: self.this.clone(), id: self.id, agent: me });
             }
         });
         me
@@ -537,17 +650,22 @@ impl Deterministic {
         match st.agents[me].status {
             Status::Running => {}
             Status::Away | Status::Gone => {
-                if st.closed {
+                if st.closed || st.closing {
                     return Err(Closed);
                 }
                 st = self.acquire(st, me);
             }
-            // Back from a wait for idleness that timed out: still waiting.
-            Status::IdleWait => st = self.wait_turn(st, me),
+            // Back from a wait for idleness that timed out: still waiting
+            // (ready once idle).
+            Status::IdleWait | Status::Ready => st = self.wait_turn(st, me),
             other => unreachable!("a thread calling in is running, away or waiting for idleness, not {other:?}"),
         }
-        st.agents[me].depth += 1;
-        if st.closed && st.agents[me].role != Role::Worker && st.agents[me].depth == 1 {
+        // A wait for idleness that timed out still counted its call: this
+        // call takes its place.
+        if !std::mem::take(&mut st.agents[me].idle_pending) {
+            st.agents[me].depth += 1;
+        }
+        if (st.closed || st.closing) && st.agents[me].role != Role::Worker && st.agents[me].depth == 1 {
             // Closed while it waited for its turn.
             self.leave(st, me);
             return Err(Closed);
@@ -558,7 +676,7 @@ impl Deterministic {
     /// The end of a runtime call: a guest gives the baton back when its
     /// outermost call returns.
     fn leave(&self, mut st: MutexGuard<'_, State>, me: AgentId) {
-        let closed = st.closed;
+        let closed = st.closed || st.closing;
         let agent = &mut st.agents[me];
         agent.depth = agent.depth.saturating_sub(1);
         let program_thread = agent.role != Role::Worker;
@@ -650,10 +768,9 @@ impl Deterministic {
         let number = st.workers;
         st.workers += 1;
         let executor = self.this.upgrade().expect("a deterministic executor that decides is alive");
-        let thread = std::thread::Builder::new()
-            .name(format!("mlir-det-{number}"))
-            .stack_size(STACK_SIZE)
-            .spawn(move || executor.run_worker(me))
+        let thread = spawn(std::thread::Builder::new().name(format!("mlir-det-{number}")).stack_size(STACK_SIZE), move || {
+            executor.run_worker(me)
+        })
             .unwrap_or_else(|e| abort_misuse("deterministic schedule", &format!("cannot start a worker thread: {e}")));
         st.threads.push(thread);
         me
@@ -681,6 +798,7 @@ impl Deterministic {
             let strand = st.agents[me].strand.take().expect("a task's strand");
             st.strategy.retire(strand);
             st.busy -= 1;
+            st.run += 1;
             st.agents[me].status = Status::Idle;
             st.idle_workers.insert(me);
             self.decide(&mut st, Some(me), After::Idle);

@@ -217,10 +217,10 @@ impl Scheduler {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.workers)
             .spawn_handler(move |thread| {
-                let handle = std::thread::Builder::new()
-                    .name(format!("mlir-async-{}", thread.index()))
-                    .stack_size(STACK_SIZE)
-                    .spawn(move || thread.run())?;
+                let handle = crate::sync::spawn::spawn(
+                    std::thread::Builder::new().name(format!("mlir-async-{}", thread.index())).stack_size(STACK_SIZE),
+                    move || thread.run(),
+                )?;
                 lock(&handles).push(handle);
                 Ok(())
             })

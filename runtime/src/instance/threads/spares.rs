@@ -84,7 +84,13 @@ pub(super) struct AtCap;
 
 /// Starts a runtime thread with the runtime's stack size.
 pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
-    Builder::new().name(name).stack_size(STACK_SIZE).spawn(main)
+    let builder = Builder::new().name(name).stack_size(STACK_SIZE);
+    // Outside any fork (`sync::spawn`); a loom model has no fork, and its
+    // threads are loom's.
+    #[cfg(not(loom))]
+    return crate::sync::spawn::spawn(builder, main);
+    #[cfg(loom)]
+    builder.spawn(main)
 }
 
 impl Spares {
