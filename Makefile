@@ -138,6 +138,7 @@ test: check-docs
 # (scripts/check/sizes.py).
 check-sizes: ## no source file over 600 lines, no jit-harness function over 60 (make test)
 	@$(PYTHON) scripts/check/sizes.py
+test: check-sizes
 .PHONY: check-sizes
 
 check-layers: ## the runtime's layers: each module imports only from its layer and those lib.rs declares before it, no import cycle (make test)
