@@ -62,6 +62,8 @@
 
 pub(crate) mod spec;
 pub(super) mod strategy;
+#[cfg(test)]
+mod exhaustive;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
@@ -212,6 +214,13 @@ struct State {
     /// once the executor is closed, or tasks were lost.
     queued: u64,
     run: u64,
+    /// Tasks in flight when the destroy hook closed the executor: zero,
+    /// or the close abandoned them (the exhaustive tests check it).
+    in_flight_at_close: usize,
+    /// Times a thread waiting for idleness got its turn back and found a
+    /// task in flight again (another program thread ran first): the
+    /// re-check's work (the exhaustive tests check they reach it).
+    idle_rechecks_waited: u64,
     /// Workers and the watcher end.
     shutdown: bool,
     threads: Vec<JoinHandle<()>>,
@@ -344,6 +353,11 @@ impl Drop for Turn {
 impl Deterministic {
     /// A deterministic instance with its deadlock watcher started.
     pub(crate) fn start(spec: Spec, config: Config) -> Arc<Deterministic> {
+        Deterministic::start_with(spec, config, Strategy::new(spec))
+    }
+
+    /// A deterministic instance choosing with `strategy` (`spec` names it).
+    fn start_with(spec: Spec, config: Config, strategy: Strategy) -> Arc<Deterministic> {
         ACTIVE.fetch_add(1, Ordering::Relaxed);
         clock::logical_begin();
         let executor = Arc::new_cyclic(|this| Deterministic {
@@ -351,7 +365,7 @@ impl Deterministic {
             spec,
             config,
             state: Mutex::new(State {
-                strategy: Strategy::new(spec),
+                strategy,
                 running: None,
                 agents: Vec::new(),
                 primary: None,
@@ -367,6 +381,8 @@ impl Deterministic {
                 closing: false,
                 queued: 0,
                 run: 0,
+                in_flight_at_close: 0,
+                idle_rechecks_waited: 0,
                 shutdown: false,
                 threads: Vec::new(),
             }),
@@ -556,6 +572,9 @@ impl Deterministic {
                 if st.in_flight() == 0 || woken && mutation::DETERMINISTIC_IDLE_NO_RECHECK {
                     break;
                 }
+                if woken {
+                    st.idle_rechecks_waited += 1;
+                }
                 st.agents[me].status = Status::IdleWait;
                 st.idle_waiters.push(me);
                 self.decide(&mut st, Some(me), After::Waits);
@@ -578,6 +597,7 @@ impl Deterministic {
         }
         if close {
             st.closed = true;
+            st.in_flight_at_close = st.in_flight();
             // Program threads waiting for a turn now find the executor
             // closed and go to the next instance.
             st.agents[me].depth = 0;
