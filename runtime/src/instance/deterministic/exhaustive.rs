@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::mpsc;
 
 use super::*;
-use crate::base::task::Origin;
+use crate::base::task::{Origin, ResumeFn};
 use crate::instance::deterministic::strategy::Strategy;
 
 /// More executions than this means the enumeration did not end: the
@@ -64,10 +64,27 @@ unsafe extern "C" fn count_run(handle: *mut c_void) {
     counts.ran.fetch_add(1, StdOrdering::SeqCst);
 }
 
+/// Longer than one slice of destroy's drain (`drain_while_current`: 10 ms).
+const SLOW_TASK: Duration = Duration::from_millis(25);
+
+/// A task's body that outlasts a slice of destroy's drain, then counts.
+///
+/// # Safety
+/// As [`count_run`].
+unsafe extern "C" fn sleep_then_count_run(handle: *mut c_void) {
+    std::thread::sleep(SLOW_TASK);
+    // SAFETY: as `count_run`'s.
+    unsafe { count_run(handle) }
+}
+
 /// `mlirAsyncRuntimeExecute` of a counting task; true when accepted.
 fn execute(exec: &Deterministic, counts: &'static Counts) -> bool {
+    execute_body(exec, counts, count_run)
+}
+
+fn execute_body(exec: &Deterministic, counts: &'static Counts, body: ResumeFn) -> bool {
     let handle = counts as *const Counts as *mut c_void;
-    let accepted = exec.make_ready(Task::new(handle, Some(count_run), Origin::Execute, "test")).is_ok();
+    let accepted = exec.make_ready(Task::new(handle, Some(body), Origin::Execute, "test")).is_ok();
     if accepted {
         counts.accepted.fetch_add(1, StdOrdering::SeqCst);
     }
@@ -135,12 +152,12 @@ fn join(thread: std::thread::JoinHandle<()>, who: &str) -> Result<(), String> {
 type Program = fn(Arc<Deterministic>, &'static Counts, mpsc::Sender<Result<(), String>>);
 
 /// The primary (the program's main thread, which keeps the turn between
-/// its calls) queues a task and runs destroy, while a guest's `Execute`
+/// its calls) queues two tasks and runs destroy, while a guest's `Execute`
 /// waits for its turn.
 fn guest_executes_while_the_primary_destroys(exec: Arc<Deterministic>, counts: &'static Counts, report: mpsc::Sender<Result<(), String>>) {
     let result = (|| {
         exec.logical_thread_id().map_err(|_| "the primary's first call was refused")?;
-        if !execute(&exec, counts) {
+        if !(execute(&exec, counts) && execute(&exec, counts)) {
             return Err("the primary's Execute was refused before destroy".into());
         }
         let guest = {
@@ -206,13 +223,31 @@ thread_local! {
 /// call), while a guest's `Execute` waits for its turn, and the primary
 /// exits holding the turn (its registration's drop hands it on).
 fn destroy_at_thread_exit(exec: Arc<Deterministic>, counts: &'static Counts, report: mpsc::Sender<Result<(), String>>) {
+    destroy_at_thread_exit_after(exec, counts, report, &[count_run, count_run]);
+}
+
+/// As [`destroy_at_thread_exit`], with a primary's task that outlasts a
+/// slice of destroy's drain: the destroying thread, which has no locals
+/// to be known by, comes back for its next slice.
+fn destroy_at_thread_exit_outlasting_a_drain_slice(exec: Arc<Deterministic>, counts: &'static Counts, report: mpsc::Sender<Result<(), String>>) {
+    destroy_at_thread_exit_after(exec, counts, report, &[sleep_then_count_run]);
+}
+
+/// The primary queues a task per body of `primary_tasks`.
+fn destroy_at_thread_exit_after(
+    exec: Arc<Deterministic>,
+    counts: &'static Counts,
+    report: mpsc::Sender<Result<(), String>>,
+    primary_tasks: &'static [ResumeFn],
+) {
     let result = (|| {
         let (go, exit) = mpsc::channel::<()>();
         let (started, primary_started) = mpsc::channel::<Result<(), String>>();
         let primary = {
             let exec = Arc::clone(&exec);
             std::thread::spawn(move || {
-                let first = exec.logical_thread_id().is_ok() && execute(&exec, counts);
+                let first = exec.logical_thread_id().is_ok()
+                    && primary_tasks.iter().all(|&body| execute_body(&exec, counts, body));
                 let _ = started.send(if first { Ok(()) } else { Err("the primary was refused before destroy".into()) });
                 // Holds the turn until told to exit.
                 let _ = exit.recv();
@@ -283,7 +318,19 @@ fn run_once(program: Program, prefix: &[usize]) -> Execution {
     let failure = match results.recv_timeout(EXECUTION_TIMEOUT) {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),
-        Err(_) => Some(format!("hung: no result within {EXECUTION_TIMEOUT:?}")),
+        Err(_) => Some(match exec.state.try_lock() {
+            Ok(st) => format!(
+                "hung: no result within {EXECUTION_TIMEOUT:?}; the turn is with {:?}, agents (role, status): {:?}, \
+                 closed {}, {} task(s) in flight, {} queued, {} run",
+                st.running,
+                st.agents.iter().map(|a| (a.role, a.status)).collect::<Vec<_>>(),
+                st.closed,
+                st.in_flight(),
+                st.queued,
+                st.run
+            ),
+            Err(_) => format!("hung: no result within {EXECUTION_TIMEOUT:?}"),
+        }),
     };
     // `try_lock`: a hung execution's threads do not hold the lock while
     // they wait, but nothing here may hang.
@@ -387,6 +434,19 @@ fn every_hand_off_between_a_guests_destroy_and_the_primarys_executes_loses_no_ta
 #[test]
 fn every_hand_off_between_destroy_at_thread_exit_and_an_execute_loses_no_task() {
     explore_and_report("destroy at thread exit, guest executes", destroy_at_thread_exit);
+}
+
+/// The exit handler's destroy whose wait outlasts a slice of the drain
+/// (the bounded drain waits in slices of 10 ms): before the fix, each
+/// slice registered the thread again, as a new agent, and the turn could
+/// go to the agent of the slice that had timed out, whose thread no
+/// longer waited for it: destroy hung.
+#[test]
+fn every_hand_off_when_destroy_at_thread_exit_outlasts_a_drain_slice_loses_no_task() {
+    explore_and_report(
+        "destroy at thread exit outlasting a drain slice",
+        destroy_at_thread_exit_outlasting_a_drain_slice,
+    );
 }
 
 /// The driver itself: a script follows its prefix, then takes the first

@@ -504,11 +504,18 @@ impl Deterministic {
     /// Every task accepted runs; if one did not (a bug), destroy says how
     /// many on one line.
     pub(super) fn close(&self) {
-        if !drain_while_current(|limit| self.wait_idle_then(Some(limit), true), || self.tasks_in_flight()) {
+        // The agent this thread waits as, the same across the drain's
+        // slices: a thread whose locals are gone (the exit handler) is not
+        // known by them, and a new agent at each slice would leave the one
+        // of the slice that timed out in the ready set; given the turn, it
+        // would keep it forever (a hang at exit, found by the exhaustive
+        // tests).
+        let mut me = None;
+        if !drain_while_current(|limit| self.wait_idle_as(&mut me, Some(limit), true), || self.tasks_in_flight()) {
             lock(&self.state).closing = true;
-            if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
+            if !self.wait_idle_as(&mut me, Some(DRAIN_REPORT_AFTER), true) {
                 warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
-                self.wait_idle_then(None, true);
+                self.wait_idle_as(&mut me, None, true);
             }
         }
         let threads = {
@@ -545,12 +552,20 @@ impl Deterministic {
     }
 
     fn wait_idle_then(&self, timeout: Option<Duration>, close: bool) -> bool {
+        self.wait_idle_as(&mut None, timeout, close)
+    }
+
+    /// [`Deterministic::wait_idle_then`] as agent `agent`, registered now
+    /// (and stored there) if `None`: a caller that comes back after a
+    /// timeout passes the same, so a thread without locals goes on as the
+    /// agent that waited.
+    fn wait_idle_as(&self, agent: &mut Option<AgentId>, timeout: Option<Duration>, close: bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut st = lock(&self.state);
         if st.closed {
             return true;
         }
-        let me = self.register(&mut st);
+        let me = *agent.get_or_insert_with(|| self.register(&mut st));
         if st.agents[me].status == Status::Away {
             st = self.acquire(st, me);
         }
