@@ -44,7 +44,9 @@
 //! runtime's exit handler, a thread-local destructor) is served as a new
 //! guest each time; it is never registered (a registration that cannot be
 //! stored would be dropped under the executor's lock, and its drop takes
-//! that lock).
+//! that lock). Destroy keeps the agent it waits as across the slices of
+//! its drain: a new one per slice would leave the old one among the idle
+//! waiters, and given the turn it would keep it forever.
 //!
 //! **Deadlock.** When nothing can run (every agent blocked, no task that
 //! can start) and no guest is away running its own code, the run cannot
