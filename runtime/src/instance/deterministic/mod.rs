@@ -44,7 +44,9 @@
 //! runtime's exit handler, a thread-local destructor) is served as a new
 //! guest each time; it is never registered (a registration that cannot be
 //! stored would be dropped under the executor's lock, and its drop takes
-//! that lock).
+//! that lock). Destroy keeps the agent it waits as across the slices of
+//! its drain: a new one per slice would leave the old one among the idle
+//! waiters, and given the turn it would keep it forever.
 //!
 //! **Deadlock.** When nothing can run (every agent blocked, no task that
 //! can start) and no guest is away running its own code, the run cannot
@@ -62,6 +64,8 @@
 
 pub(crate) mod spec;
 pub(super) mod strategy;
+#[cfg(test)]
+mod exhaustive;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
@@ -212,6 +216,13 @@ struct State {
     /// once the executor is closed, or tasks were lost.
     queued: u64,
     run: u64,
+    /// Tasks in flight when the destroy hook closed the executor: zero,
+    /// or the close abandoned them (the exhaustive tests check it).
+    in_flight_at_close: usize,
+    /// Times a thread waiting for idleness got its turn back and found a
+    /// task in flight again (another program thread ran first): the
+    /// re-check's work (the exhaustive tests check they reach it).
+    idle_rechecks_waited: u64,
     /// Workers and the watcher end.
     shutdown: bool,
     threads: Vec<JoinHandle<()>>,
@@ -344,6 +355,11 @@ impl Drop for Turn {
 impl Deterministic {
     /// A deterministic instance with its deadlock watcher started.
     pub(crate) fn start(spec: Spec, config: Config) -> Arc<Deterministic> {
+        Deterministic::start_with(spec, config, Strategy::new(spec))
+    }
+
+    /// A deterministic instance choosing with `strategy` (`spec` names it).
+    fn start_with(spec: Spec, config: Config, strategy: Strategy) -> Arc<Deterministic> {
         ACTIVE.fetch_add(1, Ordering::Relaxed);
         clock::logical_begin();
         let executor = Arc::new_cyclic(|this| Deterministic {
@@ -351,7 +367,7 @@ impl Deterministic {
             spec,
             config,
             state: Mutex::new(State {
-                strategy: Strategy::new(spec),
+                strategy,
                 running: None,
                 agents: Vec::new(),
                 primary: None,
@@ -367,6 +383,8 @@ impl Deterministic {
                 closing: false,
                 queued: 0,
                 run: 0,
+                in_flight_at_close: 0,
+                idle_rechecks_waited: 0,
                 shutdown: false,
                 threads: Vec::new(),
             }),
@@ -488,11 +506,18 @@ impl Deterministic {
     /// Every task accepted runs; if one did not (a bug), destroy says how
     /// many on one line.
     pub(super) fn close(&self) {
-        if !drain_while_current(|limit| self.wait_idle_then(Some(limit), true), || self.tasks_in_flight()) {
+        // The agent this thread waits as, the same across the drain's
+        // slices: a thread whose locals are gone (the exit handler) is not
+        // known by them, and a new agent at each slice would leave the one
+        // of the slice that timed out in the ready set; given the turn, it
+        // would keep it forever (a hang at exit, found by the exhaustive
+        // tests).
+        let mut me = None;
+        if !drain_while_current(|limit| self.wait_idle_as(&mut me, Some(limit), true), || self.tasks_in_flight()) {
             lock(&self.state).closing = true;
-            if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
+            if !self.wait_idle_as(&mut me, Some(DRAIN_REPORT_AFTER), true) {
                 warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
-                self.wait_idle_then(None, true);
+                self.wait_idle_as(&mut me, None, true);
             }
         }
         let threads = {
@@ -529,12 +554,20 @@ impl Deterministic {
     }
 
     fn wait_idle_then(&self, timeout: Option<Duration>, close: bool) -> bool {
+        self.wait_idle_as(&mut None, timeout, close)
+    }
+
+    /// [`Deterministic::wait_idle_then`] as agent `agent`, registered now
+    /// (and stored there) if `None`: a caller that comes back after a
+    /// timeout passes the same, so a thread without locals goes on as the
+    /// agent that waited.
+    fn wait_idle_as(&self, agent: &mut Option<AgentId>, timeout: Option<Duration>, close: bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut st = lock(&self.state);
         if st.closed {
             return true;
         }
-        let me = self.register(&mut st);
+        let me = *agent.get_or_insert_with(|| self.register(&mut st));
         if st.agents[me].status == Status::Away {
             st = self.acquire(st, me);
         }
@@ -555,6 +588,9 @@ impl Deterministic {
                 // task; issue 27).
                 if st.in_flight() == 0 || woken && mutation::DETERMINISTIC_IDLE_NO_RECHECK {
                     break;
+                }
+                if woken {
+                    st.idle_rechecks_waited += 1;
                 }
                 st.agents[me].status = Status::IdleWait;
                 st.idle_waiters.push(me);
@@ -578,6 +614,7 @@ impl Deterministic {
         }
         if close {
             st.closed = true;
+            st.in_flight_at_close = st.in_flight();
             // Program threads waiting for a turn now find the executor
             // closed and go to the next instance.
             st.agents[me].depth = 0;
