@@ -76,9 +76,13 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 
 # (5) the deterministic executor's destroy closes when the turn comes back
 # at idleness without looking again: a task that another program thread
-# queued in between is abandoned (issue 27), and the exit-path test's child
-# counts it lost.
-run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "task(s) lost" -- \
+# queued in between is abandoned (issue 27). The exhaustive hand-off tests
+# enumerate every choice of the executor's strategy and find the closing
+# with a task in flight, every run; the exit-path test's child, a sampled
+# end-to-end check, counts the task lost.
+run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
+    "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
+run 5-deterministic-idle-lifecycle mutation-deterministic-idle-no-recheck caught "task(s) lost" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --test lifecycle -- --exact \
     no_task_is_lost_when_destroy_runs_while_another_thread_queues
 

@@ -44,7 +44,9 @@
 //! runtime's exit handler, a thread-local destructor) is served as a new
 //! guest each time; it is never registered (a registration that cannot be
 //! stored would be dropped under the executor's lock, and its drop takes
-//! that lock).
+//! that lock). Destroy keeps the agent it waits as across the slices of
+//! its drain: a new one per slice would leave the old one among the idle
+//! waiters, and given the turn it would keep it forever.
 //!
 //! **Deadlock.** When nothing can run (every agent blocked, no task that
 //! can start) and no guest is away running its own code, the run cannot
@@ -61,9 +63,12 @@
 //! anything else nondeterministic in the program itself (time, addresses).
 
 mod baton;
+mod idle;
 pub(crate) mod spec;
 pub(super) mod strategy;
 mod workers;
+#[cfg(test)]
+mod exhaustive;
 
 use workers::WakeAgent;
 
@@ -216,6 +221,13 @@ struct State {
     /// once the executor is closed, or tasks were lost.
     queued: u64,
     run: u64,
+    /// Tasks in flight when the destroy hook closed the executor: zero,
+    /// or the close abandoned them (the exhaustive tests check it).
+    in_flight_at_close: usize,
+    /// Times a thread waiting for idleness got its turn back and found a
+    /// task in flight again (another program thread ran first): the
+    /// re-check's work (the exhaustive tests check they reach it).
+    idle_rechecks_waited: u64,
     /// Workers and the watcher end.
     shutdown: bool,
     threads: Vec<JoinHandle<()>>,
@@ -348,6 +360,11 @@ impl Drop for Turn {
 impl Deterministic {
     /// A deterministic instance with its deadlock watcher started.
     pub(crate) fn start(spec: Spec, config: Config) -> Arc<Deterministic> {
+        Deterministic::start_with(spec, config, Strategy::new(spec))
+    }
+
+    /// A deterministic instance choosing with `strategy` (`spec` names it).
+    fn start_with(spec: Spec, config: Config, strategy: Strategy) -> Arc<Deterministic> {
         ACTIVE.fetch_add(1, Ordering::Relaxed);
         clock::logical_begin();
         let executor = Arc::new_cyclic(|this| Deterministic {
@@ -355,7 +372,7 @@ impl Deterministic {
             spec,
             config,
             state: Mutex::new(State {
-                strategy: Strategy::new(spec),
+                strategy,
                 running: None,
                 agents: Vec::new(),
                 primary: None,
@@ -371,6 +388,8 @@ impl Deterministic {
                 closing: false,
                 queued: 0,
                 run: 0,
+                in_flight_at_close: 0,
+                idle_rechecks_waited: 0,
                 shutdown: false,
                 threads: Vec::new(),
             }),
@@ -479,118 +498,6 @@ impl Deterministic {
             st.agents[me].status = Status::Away;
             self.decide(&mut st, Some(me), After::Away);
         }
-    }
-
-    /// The destroy hook's part: waits for idleness and closes the executor
-    /// in the same step, then joins its threads.
-    ///
-    /// Bounded against a program thread that queues tasks without end: if
-    /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT)
-    /// (5 s, or 100,000 tasks in flight), program threads
-    /// get no new turn from then on (their calls go to the next instance),
-    /// and the tasks already accepted run to the end.
-    /// Every task accepted runs; if one did not (a bug), destroy says how
-    /// many on one line.
-    pub(super) fn close(&self) {
-        if !drain_while_current(|limit| self.wait_idle_then(Some(limit), true), || self.tasks_in_flight()) {
-            lock(&self.state).closing = true;
-            if !self.wait_idle_then(Some(DRAIN_REPORT_AFTER), true) {
-                warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
-                self.wait_idle_then(None, true);
-            }
-        }
-        let threads = {
-            let mut st = lock(&self.state);
-            st.shutdown = true;
-            for agent in &st.agents {
-                agent.wake.notify_all();
-            }
-            self.watcher.notify_all();
-            LAST_STEPS.store(st.strategy.steps(), Ordering::Relaxed);
-            std::mem::take(&mut st.threads)
-        };
-        for thread in threads {
-            if thread.join().is_err() {
-                abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
-            }
-        }
-        let (queued, run) = {
-            let st = lock(&self.state);
-            (st.queued, st.run)
-        };
-        LAST_QUEUED.store(queued, Ordering::Relaxed);
-        LAST_RUN.store(run, Ordering::Relaxed);
-        if queued != run {
-            warn(&format!(
-                "destroy: {} task(s) abandoned under the deterministic schedule {}: {queued} queued, {run} run \
-                 (a task queued while the executor closed; a runtime bug)",
-                queued.saturating_sub(run),
-                self.spec
-            ));
-        }
-        clock::logical_end();
-        ACTIVE.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    fn wait_idle_then(&self, timeout: Option<Duration>, close: bool) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let mut st = lock(&self.state);
-        if st.closed {
-            return true;
-        }
-        let me = self.register(&mut st);
-        if st.agents[me].status == Status::Away {
-            st = self.acquire(st, me);
-        }
-        if std::mem::take(&mut st.agents[me].idle_pending) {
-            // Back after a timeout: its first call's depth still counts
-            // (it may have been chosen meanwhile, and holds the baton).
-        } else if st.agents[me].status == Status::Running {
-            st.agents[me].depth += 1;
-        }
-        let wake = Arc::clone(&st.agents[me].wake);
-        let mut woken = false;
-        loop {
-            if st.running == Some(me) {
-                // The turn came back at idleness, but the strategy may have
-                // run another program thread first, whose `Execute` queued
-                // a task: idle only if nothing is in flight now, else wait
-                // again (without this re-check, closing would abandon that
-                // task; issue 27).
-                if st.in_flight() == 0 || woken && mutation::DETERMINISTIC_IDLE_NO_RECHECK {
-                    break;
-                }
-                st.agents[me].status = Status::IdleWait;
-                st.idle_waiters.push(me);
-                self.decide(&mut st, Some(me), After::Waits);
-                continue;
-            }
-            match deadline {
-                None => st = wake.wait(st).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => {
-                        st = wake.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
-                    }
-                    // Still waiting: the thread stays an idle waiter.
-                    _ => {
-                        st.agents[me].idle_pending = true;
-                        return false;
-                    }
-                },
-            }
-            woken = true;
-        }
-        if close {
-            st.closed = true;
-            // Program threads waiting for a turn now find the executor
-            // closed and go to the next instance.
-            st.agents[me].depth = 0;
-            st.agents[me].status = Status::Away;
-            self.decide(&mut st, None, After::Away);
-            return true;
-        }
-        self.leave(st, me);
-        true
     }
 
 }

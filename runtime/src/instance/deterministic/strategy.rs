@@ -98,6 +98,35 @@ pub(super) struct Strategy {
     for_thread: Pool,
     next_strand: u64,
     steps: u64,
+    /// Test-only: a choice sequence to follow instead of the seeded stream
+    /// (the exhaustive hand-off tests, `exhaustive.rs`).
+    #[cfg(test)]
+    pub(super) script: Option<Script>,
+}
+
+/// Test-only: a strategy that follows a given sequence of choices, for a
+/// stateless depth-first model checker over the executor's own choice
+/// points. At the i-th decision between two or more candidates it takes
+/// candidate `prefix[i]` (past the prefix: the first), in the order the
+/// current strand, the ready strands with a thread, the ready tasks
+/// without one (each pool in its vector's order, a function of the
+/// choices so far), and logs `(chosen, candidates)`.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(super) struct Script {
+    pub(super) prefix: Vec<usize>,
+    pub(super) log: Vec<(usize, usize)>,
+}
+
+#[cfg(test)]
+impl Script {
+    fn next(&mut self, total: usize) -> usize {
+        // A prefix index past the candidates (a replay that diverged) is
+        // clamped; the driver sees the divergence in the log.
+        let chosen = self.prefix.get(self.log.len()).copied().unwrap_or(0).min(total - 1);
+        self.log.push((chosen, total));
+        chosen
+    }
 }
 
 /// splitmix64: spreads nearby seeds (1, 2, 3, ...) over the whole state.
@@ -128,7 +157,24 @@ impl Strategy {
                 (Some(pct), Pool::ByPriority(BinaryHeap::new()), Pool::ByPriority(BinaryHeap::new()))
             }
         };
-        Strategy { rng, pct, on_thread, for_thread, next_strand: 0, steps: 0 }
+        Strategy {
+            rng,
+            pct,
+            on_thread,
+            for_thread,
+            next_strand: 0,
+            steps: 0,
+            #[cfg(test)]
+            script: None,
+        }
+    }
+
+    /// Test-only: a strategy that follows `prefix` (see [`Script`]).
+    #[cfg(test)]
+    pub(super) fn scripted(prefix: Vec<usize>) -> Strategy {
+        let mut strategy = Strategy::new(Spec { seed: 0, policy: Policy::Random });
+        strategy.script = Some(Script { prefix, log: Vec::new() });
+        strategy
     }
 
     /// A new strand, with its priority under PCT.
@@ -204,7 +250,18 @@ impl Strategy {
         if self.pct.is_some() {
             return self.highest(current, tasks_can_start);
         }
-        let mut r = self.rng.rand_range(0..total as u64) as usize;
+        #[cfg(test)]
+        if let Some(script) = &mut self.script {
+            let r = if total > 1 { script.next(total) } else { 0 };
+            return self.pick(r, n_current, n_on);
+        }
+        let r = self.rng.rand_range(0..total as u64) as usize;
+        self.pick(r, n_current, n_on)
+    }
+
+    /// Candidate number `r` in the order: the current strand, the ready
+    /// strands with a thread, the ready tasks without one.
+    fn pick(&mut self, mut r: usize, n_current: usize, n_on: usize) -> Choice {
         if r < n_current {
             return Choice::Current;
         }
