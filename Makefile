@@ -3,10 +3,10 @@
 # part of the project live in mk/*.mk, included below; each of those files
 # names, in its header, the variables it takes from this one.
 #
-# The network: `make setup` (scripts/setup.sh) is the one step that reaches
+# The network: `make setup` (scripts/toolchain/setup.sh) is the one step that reaches
 # it (it also fetches the other MLIR versions into target/compat), and
 # `make test` calls it first. Every other target only checks that
-# the toolchain is present (scripts/check-toolchain.sh) and runs cargo
+# the toolchain is present (scripts/toolchain/check.sh) and runs cargo
 # offline (CARGO_NET_OFFLINE below).
 
 # ---- variables shared by the mk/ files ---------------------------------------
@@ -68,17 +68,17 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
-	@bash scripts/setup.sh
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
+	@bash scripts/toolchain/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
 AFTER_SETUP := $(if $(filter setup test,$(MAKECMDGOALS)),setup)
 
 toolchain: $(AFTER_SETUP) ## checks, offline, that the toolchain is present (says to run make setup if not)
-	@bash scripts/check-toolchain.sh
+	@bash scripts/toolchain/check.sh
 
 toolchain-lit: $(AFTER_SETUP) ## the same, and lit and psutil too
-	@bash scripts/check-toolchain.sh --lit
+	@bash scripts/toolchain/check.sh --lit
 
 build: toolchain ## builds the runtime (.so and .a), jit-harness, trace-view (release) and the floor runtime (jit-harness --reference's)
 	$(CARGO) build --release --workspace
@@ -119,10 +119,30 @@ lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
 	$(LIT_CORPUS) --param runtime=$(CXX_RUNTIME)
 
 check-make: ## checks this build: make help, variables of mk/, LLVM_PREFIX reaches every recipe, no network but the set-up, no unused dependency (make test)
-	@bash scripts/check-make.sh
+	@bash scripts/check/make.sh
+
+# Docs the code makes true: every repository path that a comment, a Cargo
+# manifest or a Markdown file names exists (scripts/check/doc_paths.py),
+# and every Markdown link and #anchor resolves (lychee, offline, pinned:
+# make setup installs it into target/tools).
+LYCHEE := $(CURDIR)/target/tools/bin/lychee
+check-docs: ## every path named in a comment, Cargo manifest or Markdown file exists; every Markdown link resolves (lychee --offline) (make test)
+	@test -x $(LYCHEE) || { echo "check-docs: $(LYCHEE) is missing: run make setup once" >&2; exit 1; }
+	@rc=0; $(PYTHON) scripts/check/doc_paths.py || rc=1; \
+	  $(LYCHEE) --offline --no-progress --include-fragments $$(git ls-files '*.md') || rc=1; exit $$rc
+test: check-docs
+.PHONY: check-docs
+
+# Sizes a reader can take in: no source file over 600 lines (tests and
+# generated files aside), no function of jit-harness/src over 60 lines
+# (scripts/check/sizes.py).
+check-sizes: ## no source file over 600 lines, no jit-harness function over 60 (make test)
+	@$(PYTHON) scripts/check/sizes.py
+test: check-sizes
+.PHONY: check-sizes
 
 check-layers: ## the runtime's layers: each module imports only from its layer and those lib.rs declares before it, no import cycle (make test)
-	@$(PYTHON) scripts/check-layers.py runtime/src
+	@$(PYTHON) scripts/check/layers.py runtime/src
 test: check-layers
 .PHONY: check-layers
 

@@ -1,5 +1,5 @@
 /* What happens at process exit in a program that never calls the destroy
- * hook (docs/aot.md, "At process exit"); run by scripts/aot-test.sh, which
+ * hook (docs/aot.md, "At process exit"); run by scripts/corpus/aot_test.sh, which
  * FileChecks stdout against this file. argv[1] is the mode:
  *
  *   queued     main queues TASKS tasks, which wait until main has returned,

@@ -1,5 +1,5 @@
 /* The installed header is plain C: compiled with -std=c99 -pedantic
- * -Werror by scripts/aot-test.sh. Every function it declares is named
+ * -Werror by scripts/corpus/aot_test.sh. Every function it declares is named
  * here with its exact type, so a declaration that drifts fails to
  * compile; the script checks that the list of names matches the
  * library's exports. */

@@ -2,7 +2,7 @@
 // MLIR 19's mlir/ExecutionEngine/AsyncRuntime.h does: a C++ file may
 // include both, since a C function declared twice with different types is
 // an error ("conflicting declaration of C function"). Compiled by
-// scripts/aot-test.sh with -std=c++17 -Werror.
+// scripts/corpus/aot_test.sh with -std=c++17 -Werror.
 #include <mlir/ExecutionEngine/AsyncRuntime.h>
 #include <mlir-async-runtime/AsyncRuntime.h>
 

@@ -19,7 +19,7 @@ func.func private @printI64(i64)
 func.func private @printNewline()
 
 // The workload's size: $BENCH_SIZE when set (make bench-instr runs two sizes
-// of the same compiled code, scripts/bench_instr.py), otherwise %default.
+// of the same compiled code, scripts/bench/instr.py), otherwise %default.
 llvm.mlir.global internal constant @bench_size_var("BENCH_SIZE\00") {addr_space = 0 : i32}
 llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
 llvm.func @atol(!llvm.ptr) -> i64

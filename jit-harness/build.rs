@@ -21,7 +21,7 @@ fn main() {
     let out = Command::new(&llvm_config)
         .arg("--cxxflags")
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e} (scripts/setup.sh installs llvm-19-dev)", llvm_config.display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e} (scripts/toolchain/setup.sh installs llvm-19-dev)", llvm_config.display()));
     assert!(out.status.success(), "{} --cxxflags failed", llvm_config.display());
     let flags = String::from_utf8(out.stdout).expect("llvm-config prints text");
 

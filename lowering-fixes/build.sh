@@ -3,7 +3,7 @@
 # (make lowering-fixes; docs/lowering-bugs.md):
 #
 #   1. the source: Debian's source package of the MLIR in use, which
-#      `make setup` fetched (scripts/mlir-source-fetch.sh); only
+#      `make setup` fetched (scripts/toolchain/fetch_mlir_source.sh); only
 #      mlir/lib/Dialect/Async/Transforms/ is extracted from its tarball
 #      (once: target/lowering-fixes/upstream/<major>/, kept pristine);
 #   2. the patches lowering-fixes/<major>/*.patch, in name order, applied to
@@ -25,7 +25,7 @@
 #
 # Usage: lowering-fixes/build.sh [--version N] [--out DIR] [--extra-patch FILE]
 #   --version N       MLIR major version (default 19, the installed one;
-#                     another one needs `scripts/compat-fetch.sh --dev N`)
+#                     another one needs `scripts/toolchain/fetch_mlir.sh --dev N`)
 #   --out DIR         default target/lowering-fixes (19) or
 #                     target/lowering-fixes/N
 #   --extra-patch F   apply F after ours (the test of the symbol binding
@@ -58,12 +58,12 @@ if [ "$version" = 19 ]; then
   include="$prefix/include"
   libdir="$prefix/lib"
 else
-  prefix=$(bash "$root/scripts/compat-fetch.sh" --offline --prefix "$version") || exit 1
+  prefix=$(bash "$root/scripts/toolchain/fetch_mlir.sh" --offline --prefix "$version") || exit 1
   include="$root/target/compat/$version/dev/usr/lib/llvm-$version/include"
   libdir="$prefix/lib"
   if [ ! -f "$include/mlir/Dialect/Async/Passes.h" ]; then
     echo "lowering-fixes: MLIR $version's headers are not in target/compat/$version/dev:" \
-         "run \`make setup\` (scripts/compat-fetch.sh --dev $version)" >&2
+         "run \`make setup\` (scripts/toolchain/fetch_mlir.sh --dev $version)" >&2
     exit 1
   fi
 fi
@@ -86,7 +86,7 @@ if [ -z "$mlir_so" ] || [ -z "$llvm_so" ]; then
 fi
 
 # 1. The source package (fetched by make setup; the build never downloads).
-srcdir=$(bash "$root/scripts/mlir-source-fetch.sh" --offline --print "$version") || exit 1
+srcdir=$(bash "$root/scripts/toolchain/fetch_mlir_source.sh" --offline --print "$version") || exit 1
 tarball=$(ls "$srcdir"/*.orig.tar.* | head -1)
 sub=mlir/lib/Dialect/Async/Transforms
 # Pristine, shared by every build of the version (make lowering-fixes-ci

@@ -35,7 +35,7 @@ plugin=$("$PYTHON" mlir-tests/lib/pipelines.py --plugin | sed 's/^--load-pass-pl
 opt="$prefix/bin/mlir-opt"
 
 # 1. lit tests, both ways (and 6., for MLIR 22).
-p22=$(bash scripts/compat-fetch.sh --offline --prefix 22)
+p22=$(bash scripts/toolchain/fetch_mlir.sh --offline --prefix 22)
 tests=$(find lowering-fixes/test -name '*.mlir' -not -path '*/Inputs/*' | wc -l)
 for p in "$prefix" "$p22"; do
   v=$(basename "$p")

@@ -2,7 +2,7 @@
 # linked against the installed library with pkg-config, no JIT, no runner.
 # Variables from the top Makefile: CORPUS_MANIFEST, LLVM_PREFIX.
 #   make aot-test                  installs into target/aot/prefix, then
-#                                  scripts/aot-test.sh (header, pkg-config,
+#                                  scripts/corpus/aot_test.sh (header, pkg-config,
 #                                  every corpus program shared and static,
 #                                  process exit)
 #   make aot-test AOT_PROGRAMS="values token-deps"   only these programs
@@ -14,5 +14,5 @@ AOT_PROGRAMS ?=
 
 aot-test: build corpus ## compiles corpus programs ahead of time, links them shared and static via pkg-config, runs and checks them (make test)
 	@$(MAKE) --no-print-directory install PREFIX=$(AOT_PREFIX) DESTDIR= >/dev/null
-	bash scripts/aot-test.sh --prefix $(AOT_PREFIX) --manifest $(CORPUS_MANIFEST) \
+	bash scripts/corpus/aot_test.sh --prefix $(AOT_PREFIX) --manifest $(CORPUS_MANIFEST) \
 	  --llvm-prefix $(LLVM_PREFIX) --out $(AOT_DIR)/work $(AOT_PROGRAMS)

@@ -37,7 +37,7 @@ lit-floor: toolchain-lit $(FLOOR_SO) ## the lit corpus against the floor runtime
 	$(LIT_CORPUS) --param runtime=$(FLOOR_SO) --param runtime_kind=floor
 
 bench: build $(FLOOR_SO) ## macro-benchmarks: ours, the C++ runtime and the floor, interleaved; table and target/bench/ratios.svg
-	$(PYTHON) scripts/bench.py --runs $(BENCH_RUNS) \
+	$(PYTHON) scripts/bench/bench.py --runs $(BENCH_RUNS) \
 	  --runtime $(RUNTIME_SO) --cxx $(CXX_RUNTIME) --floor $(FLOOR_SO) \
 	  --harness $(HARNESS) --llvm-bin $(LLVM_BIN) --out $(CURDIR)/target/bench $(BENCH_ARGS)
 
@@ -47,17 +47,17 @@ bench-micro: toolchain ## criterion per-operation costs against a raw rayon::spa
 
 # Checked runs per second: the harness against one mlir-cpu-runner per run.
 bench-harness: build corpus ## checked runs per second: jit-harness vs one mlir-cpu-runner per run
-	bash scripts/bench-harness.sh -n $(BENCH_HARNESS_N) --harness $(HARNESS) \
+	bash scripts/bench/harness_rate.sh -n $(BENCH_HARNESS_N) --harness $(HARNESS) \
 	  --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) --corpus $(CORPUS_DIR)
 
 # Deterministic per-task costs (callgrind instructions and allocations, one
-# worker, difference of two sizes), scripts/bench_instr.py:
+# worker, difference of two sizes), scripts/bench/instr.py:
 #   make bench-instr           ours, the floor and C++: a table
 #   make bench-instr-check     ours against bench/instr-budget.json (make test)
 #   make bench-instr-budget    write ours' numbers into the budget (lowers
 #                              only; BENCH_INSTR_ARGS=--allow-raise to raise)
 BENCH_INSTR_ARGS ?=
-BENCH_INSTR = $(PYTHON) scripts/bench_instr.py --runtime $(RUNTIME_SO) \
+BENCH_INSTR = $(PYTHON) scripts/bench/instr.py --runtime $(RUNTIME_SO) \
 	--floor $(FLOOR_SO) --cxx $(CXX_RUNTIME) --llvm-bin $(LLVM_BIN) \
 	--out $(CURDIR)/target/bench-instr
 
@@ -66,26 +66,26 @@ bench-instr: build $(FLOOR_SO) ## callgrind instructions and allocations per tas
 	$(BENCH_INSTR) $(BENCH_INSTR_ARGS)
 
 bench-instr-check: build $(FLOOR_SO) ## ours' per-task costs against bench/instr-budget.json, fails 3% above (make test)
-	$(PYTHON) -m unittest discover -s scripts -p 'test_bench_instr.py'
+	$(PYTHON) -m unittest discover -s scripts/bench -p 'test_instr.py'
 	$(BENCH_INSTR) --check $(BENCH_INSTR_ARGS)
 
 bench-instr-budget: build $(FLOOR_SO) ## writes ours' per-task costs into the budget (lowers only)
 	$(BENCH_INSTR) --write-budget $(BENCH_INSTR_ARGS)
 
-# The parallel-loop benchmarks' own logic (scripts/bench_loops.py): the
+# The parallel-loop benchmarks' own logic (scripts/bench/loops.py): the
 # three lowerings of every bench/loops kernel are what they claim; and the
-# wait-path benchmarks' (scripts/bench_waits.py): the harness's summary line
+# wait-path benchmarks' (scripts/bench/waits.py): the harness's summary line
 # and the wake program's median are read right, a missing one is a FAIL.
 .PHONY: bench-loops-check trace-loop
 bench-loops-check: toolchain ## bench/loops: each kernel lowers async / OpenMP / sequential as claimed; bench/waits' parsing
-	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_loops.py'
-	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts -p 'test_bench_waits.py'
+	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts/bench -p 'test_loops.py'
+	LLVM_BIN=$(LLVM_BIN) $(PYTHON) -m unittest discover -s scripts/bench -p 'test_waits.py'
 
 # One fine-grained parallel loop on our runtime: which thread runs each
 # block, in which order, how long the last block and the caller wait
 # (bench/loops/trace-before.md is one such summary).
 trace-loop: build ## trace of one fine-grained parallel loop: target/trace/loop.{md,svg,png}
-	$(PYTHON) scripts/trace_loop.py --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) \
+	$(PYTHON) scripts/bench/trace_loop.py --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) \
 	  --trace-view $(CURDIR)/target/release/trace-view -o $(CURDIR)/target/trace/loop
 
 # The benchmark suite's part of make test: the floor runs the corpus, and

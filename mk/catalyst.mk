@@ -1,7 +1,7 @@
 # PennyLane Catalyst on our runtime (docs/catalyst.md): Catalyst's hybrid
 # programs with async QNodes, on the wheel's C++ runtime and on ours, in a
 # pinned venv (target/catalyst-venv, scripts/catalyst/requirements.txt)
-# that make setup installs (scripts/setup-venv.sh); these targets only
+# that make setup installs (scripts/toolchain/setup_venv.sh); these targets only
 # check, offline, that it is there.
 # Variables from the top Makefile: PYTHON, RUNTIME_SO, FLOOR_SO, WHEEL_DIR,
 # LIT_CORPUS.
@@ -21,7 +21,7 @@
 #                              the exit behaviour (make test)
 CATALYST_VENV    := $(CURDIR)/target/catalyst-venv
 CATALYST_USER_VENV := $(CURDIR)/target/catalyst-user-venv
-CATALYST_VENV_CHECK := bash scripts/setup-venv.sh --check $(CATALYST_VENV) scripts/catalyst/requirements.txt
+CATALYST_VENV_CHECK := bash scripts/toolchain/setup_venv.sh --check $(CATALYST_VENV) scripts/catalyst/requirements.txt
 CATALYST_OUT     := $(CURDIR)/target/catalyst
 CATALYST_RUNS    ?= 11
 CATALYST_CI_RUNS ?= 3

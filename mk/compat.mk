@@ -1,8 +1,8 @@
 # The runtime as a drop-in under other MLIR versions (README, "MLIR versions"):
 # the corpus lowered with each version's mlir-opt and run under its runner,
-# against its C++ runtime and ours (scripts/compat.py). Versions other than
+# against its C++ runtime and ours (scripts/corpus/compat.py). Versions other than
 # 19 are fetched by make setup, never installed, into target/compat/N
-# (scripts/compat-fetch.sh); these targets only read that cache (--offline:
+# (scripts/toolchain/fetch_mlir.sh); these targets only read that cache (--offline:
 # a missing version fails, saying to run make setup).
 #   make compat          every version of mlir-tests/lib/pipelines.txt (14 15 16 19 22);
 #                        prints the matrix and, when it covers every version
@@ -11,8 +11,8 @@
 # Both also check, per version, that the engine binds a program to the
 # runtime whose init hook filled its symbol map, with the C++ runtime and
 # ours in one engine in both orders, and (MLIR 17+) in two engines of one
-# process (scripts/symbol-binding.py, docs/symbol-binding.md; make setup
-# fetches MLIR 22's headers for the latter: compat-fetch.sh --dev).
+# process (scripts/corpus/symbol_binding.py, docs/symbol-binding.md; make setup
+# fetches MLIR 22's headers for the latter: fetch_mlir.sh --dev).
 #   make compat COMPAT_VERSIONS=16,22 COMPAT_ARGS="--only values"
 # Variables from the top Makefile: RUNTIME_SO, PYTHON.
 
@@ -23,20 +23,20 @@ comma           := ,
 
 .PHONY: compat compat-ci compat-fetch
 # Each first checks the cache, saying to run make setup if a version is missing.
-COMPAT_CACHED = bash scripts/compat-fetch.sh --offline $(filter-out 19,$(subst $(comma), ,$(1))) >/dev/null
+COMPAT_CACHED = bash scripts/toolchain/fetch_mlir.sh --offline $(filter-out 19,$(subst $(comma), ,$(1))) >/dev/null
 
 compat: build ## the corpus under MLIR 14, 15, 16, 19 and 22, C++ runtime and ours: prints the matrix, writes it into README
 	@$(call COMPAT_CACHED,$(COMPAT_VERSIONS))
-	$(PYTHON) scripts/compat.py --offline --versions $(COMPAT_VERSIONS) \
+	$(PYTHON) scripts/corpus/compat.py --offline --versions $(COMPAT_VERSIONS) \
 	  --runtime $(RUNTIME_SO) --readme README.md $(COMPAT_ARGS)
-	$(PYTHON) scripts/symbol-binding.py --offline --versions $(COMPAT_VERSIONS) --runtime $(RUNTIME_SO)
+	$(PYTHON) scripts/corpus/symbol_binding.py --offline --versions $(COMPAT_VERSIONS) --runtime $(RUNTIME_SO)
 
 compat-ci: build ## the corpus under MLIR 22's runner, both runtimes (make test)
 	@$(call COMPAT_CACHED,$(COMPAT_CI_VERSIONS))
-	$(PYTHON) scripts/compat.py --offline --versions $(COMPAT_CI_VERSIONS) \
+	$(PYTHON) scripts/corpus/compat.py --offline --versions $(COMPAT_CI_VERSIONS) \
 	  --runtime $(RUNTIME_SO) $(COMPAT_ARGS)
-	$(PYTHON) scripts/symbol-binding.py --offline --versions $(COMPAT_CI_VERSIONS) --runtime $(RUNTIME_SO)
+	$(PYTHON) scripts/corpus/symbol_binding.py --offline --versions $(COMPAT_CI_VERSIONS) --runtime $(RUNTIME_SO)
 
 # Only the download (make setup does it too, with the headers).
 compat-fetch: ## downloads and unpacks the other MLIR versions into target/compat (no install; make setup does it)
-	bash scripts/compat-fetch.sh $(filter-out 19,$(subst $(comma), ,$(COMPAT_VERSIONS)))
+	bash scripts/toolchain/fetch_mlir.sh $(filter-out 19,$(subst $(comma), ,$(COMPAT_VERSIONS)))

@@ -19,15 +19,15 @@ EXPLORE_COMMON     = --harness $(HARNESS) --runtime $(RUNTIME_SO) --libs $(RUNNE
 
 .PHONY: explore-ci explore-corpus explore-table
 explore-ci: build corpus ## every corpus program against its sequential reference, once and under 2 seeds of random and PCT schedules, and replayed (make test)
-	$(PYTHON) scripts/explore.py corpus $(EXPLORE_COMMON) \
+	$(PYTHON) scripts/corpus/explore.py corpus $(EXPLORE_COMMON) \
 	  --manifest $(CORPUS_MANIFEST) --schedules 2 --light $(EXPLORE_HEAVY) \
 	  --reference $(FLOOR_SO) --mlir-bin $(LLVM_BIN) $(EXPLORE_ARGS)
 
 explore-corpus: build corpus ## every corpus program under EXPLORE_SCHEDULES seeds of each strategy, and replayed
-	$(PYTHON) scripts/explore.py corpus $(EXPLORE_COMMON) \
+	$(PYTHON) scripts/corpus/explore.py corpus $(EXPLORE_COMMON) \
 	  --manifest $(CORPUS_MANIFEST) --schedules $(EXPLORE_SCHEDULES) \
 	  --reference $(FLOOR_SO) --mlir-bin $(LLVM_BIN) $(EXPLORE_ARGS)
 
 explore-table: build ## the runs-to-failure table of mlir-tests/racy/, into docs/exploration.md
-	$(PYTHON) scripts/explore.py table $(EXPLORE_COMMON) --llvm-bin $(LLVM_BIN) \
+	$(PYTHON) scripts/corpus/explore.py table $(EXPLORE_COMMON) --llvm-bin $(LLVM_BIN) \
 	  --write docs/exploration.md $(EXPLORE_ARGS)

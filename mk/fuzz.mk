@@ -1,12 +1,12 @@
 # Random scf.parallel and async.execute programs, each run against its
 # sequential reference through jit-harness --reference, many per module
-# and one harness process per module (scripts/fuzz_lowering.py,
+# and one harness process per module (scripts/corpus/fuzz_lowering.py,
 # docs/lowering-bugs.md). MLIR 22's async-parallel-for runs through
 # --front-mlir-bin (the JIT reads LLVM 19 IR only); MLIR 22 is read from
-# target/compat, where make setup put it (scripts/compat-fetch.sh).
+# target/compat, where make setup put it (scripts/toolchain/fetch_mlir.sh).
 # Variables from the top Makefile: HARNESS, RUNTIME_SO, FLOOR_SO, RUNNER_UTILS, PYTHON,
 # LLVM_PREFIX.
-#   (LLVM_PREFIX is MLIR 19's install; other versions come from compat-fetch.sh)
+#   (LLVM_PREFIX is MLIR 19's install; other versions come from scripts/toolchain/fetch_mlir.sh)
 #   make fuzz-lowering-ci   5,000 programs on MLIR 19 and 3,000 on MLIR 22;
 #                           fails on a failure that neither the model of
 #                           async-parallel-for's aligned-block bug nor its
@@ -29,20 +29,20 @@ FUZZ_VERSIONS ?= 19 22
 FUZZ_SEED     ?= 1
 FUZZ_BATCH    ?= 1000
 FUZZ_ARGS     ?=
-FUZZ = $(PYTHON) scripts/fuzz_lowering.py --harness $(HARNESS) --runtime $(RUNTIME_SO) \
+FUZZ = $(PYTHON) scripts/corpus/fuzz_lowering.py --harness $(HARNESS) --runtime $(RUNTIME_SO) \
 	--floor $(FLOOR_SO) --libs $(RUNNER_UTILS) --batch $(FUZZ_BATCH)
 
 .PHONY: fuzz-lowering fuzz-lowering-ci
 fuzz-lowering: build lowering-fixes ## FUZZ_PROGRAMS random parallel/async programs per MLIR version against their sequential reference
 	@for v in $(FUZZ_VERSIONS); do \
-	  prefix=$(LLVM_PREFIX); [ $$v = 19 ] || prefix=$$(bash scripts/compat-fetch.sh --offline --prefix $$v) || exit 1; \
+	  prefix=$(LLVM_PREFIX); [ $$v = 19 ] || prefix=$$(bash scripts/toolchain/fetch_mlir.sh --offline --prefix $$v) || exit 1; \
 	  $(FUZZ) --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED) --llvm-prefix $$prefix \
 	    --out target/fuzz-lowering/$$v $(FUZZ_ARGS) --expect-known || exit 1; \
 	done
 
 fuzz-lowering-ci: build lowering-fixes ## a bounded fuzz-lowering: 5,000 programs on MLIR 19 with its pass and with ours, 3,000 on 22; only the known bugs may fail, none with ours (make test)
-	$(PYTHON) -m unittest discover -s scripts -p 'test_fuzz_lowering.py'
+	$(PYTHON) -m unittest discover -s scripts/corpus -p 'test_fuzz_lowering.py'
 	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19 --expect-known
 	$(FUZZ) --programs 5000 --seed 1 --llvm-prefix $(LLVM_PREFIX) --out target/fuzz-lowering/ci-19-fixed --fixed-lowering
-	@prefix=$$(bash scripts/compat-fetch.sh --offline --prefix 22) && \
+	@prefix=$$(bash scripts/toolchain/fetch_mlir.sh --offline --prefix 22) && \
 	  $(FUZZ) --programs 3000 --seed 2 --llvm-prefix $$prefix --out target/fuzz-lowering/ci-22 --expect-known

@@ -1,7 +1,7 @@
 # MLIR's async-parallel-for with our patches for its two miscompiles, as an
 # mlir-opt pass plugin (lowering-fixes/, docs/lowering-bugs.md): built from
 # Debian's source package of the installed MLIR 19 (make setup fetched it:
-# scripts/mlir-source-fetch.sh), registered as async-parallel-for-fixed.
+# scripts/toolchain/fetch_mlir_source.sh), registered as async-parallel-for-fixed.
 # Variables from the top Makefile: LLVM_PREFIX, LIT, PYTHON.
 #   make lowering-fixes      target/lowering-fixes/libmlir_async_lowering_fixes.so,
 #                            and MLIR 22's in target/lowering-fixes/22/ (from
@@ -18,8 +18,8 @@
 
 .PHONY: lowering-fixes lowering-fixes-ci
 lowering-fixes: toolchain ## MLIR 19's and 22's async-parallel-for with our patches, as pass plugins (async-parallel-for-fixed)
-	@bash scripts/mlir-source-fetch.sh --offline 19 22
-	@bash scripts/compat-fetch.sh --offline --dev 22
+	@bash scripts/toolchain/fetch_mlir_source.sh --offline 19 22
+	@bash scripts/toolchain/fetch_mlir.sh --offline --dev 22
 	LLVM_PREFIX=$(LLVM_PREFIX) bash lowering-fixes/build.sh
 	LLVM_PREFIX=$(LLVM_PREFIX) bash lowering-fixes/build.sh --version 22
 

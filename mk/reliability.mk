@@ -48,22 +48,22 @@ loom: toolchain ## the same loom models explored deeper (LOOM_MAX_PREEMPTIONS=4)
 	LOOM_MAX_PREEMPTIONS=$(LOOM_DEEP_PREEMPTIONS) $(LOOM_CARGO)
 
 stress: build ## 10,000 in-process runs per program, fuzzing off and on, plus 200 processes each
-	$(PYTHON) scripts/stress.py --runs $(STRESS_RUNS) --procs $(STRESS_PROCS) \
+	$(PYTHON) scripts/corpus/stress.py --runs $(STRESS_RUNS) --procs $(STRESS_PROCS) \
 	  --max-seconds $(STRESS_MAX_SECONDS) --min-runs $(STRESS_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress $(STRESS_ARGS)
 
 stress-ci: build ## the reduced stress run (make test)
-	$(PYTHON) scripts/stress.py --runs $(STRESS_CI_RUNS) --procs $(STRESS_CI_PROCS) \
+	$(PYTHON) scripts/corpus/stress.py --runs $(STRESS_CI_RUNS) --procs $(STRESS_CI_PROCS) \
 	  --max-seconds $(STRESS_CI_MAX_SECONDS) --min-runs $(STRESS_CI_MIN_RUNS) \
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress-ci $(STRESS_ARGS)
 
 mutations: toolchain ## each re-injected historic bug is caught (make test)
-	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/mutations.sh
+	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/check/mutations.sh
 
 mutations-full: toolchain ## the same, plus AddressSanitizer on the use after free (nightly)
-	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/mutations.sh --asan
+	CARGO=$(CARGO) LOOM_MAX_PREEMPTIONS=$(LOOM_CI_PREEMPTIONS) bash scripts/check/mutations.sh --asan
 
 sanitize: sanitize-asan sanitize-tsan ## the runtime's tests under ASan and TSan (nightly)
 

@@ -19,7 +19,7 @@ WHEEL_BUILD := $(CURDIR)/target/wheel-build
 .PHONY: wheel
 
 wheel: toolchain ## the Python wheel mlir-async-rs (the runtime, and the switch for PennyLane Catalyst) into target/wheels
-	@bash scripts/setup-venv.sh --check $(WHEEL_TOOLS) python/build-requirements.txt
+	@bash scripts/toolchain/setup_venv.sh --check $(WHEEL_TOOLS) python/build-requirements.txt
 	rm -rf $(WHEEL_BUILD)/dist $(WHEEL_BUILD)/setuptools $(WHEEL_DIR)/mlir_async_rs-*.whl
 	CARGO_TARGET_DIR=$(WHEEL_BUILD)/cargo $(WHEEL_TOOLS)/bin/python -m pip --isolated wheel --no-index --no-deps --no-build-isolation \
 	  --quiet -w $(WHEEL_BUILD)/dist ./python

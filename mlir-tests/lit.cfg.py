@@ -51,7 +51,7 @@ shares): %mlir_opt %mlir_translate %mlir_cpu_runner FileCheck not
                 (runner: mlir-cpu-runner, or the version's name for it)
 %corpus_py %python
 
-Corpus convention (what scripts/lower-corpus.sh / `make corpus` rely on):
+Corpus convention (what `corpus.py lower`, i.e. `make corpus`, relies on):
 every RUN line of every *.mlir file here has exactly three stages
     %mlir_opt %s <pipeline> | [env VAR=VAL ...] <runner> | FileCheck %s [--check-prefix=P]
 Stage 1 is the lowering (mlir-opt only, reading %s); stage 2 the runner, whose
@@ -113,7 +113,7 @@ config.substitutions.append(('%python', sys.executable))
 if 'LD_LIBRARY_PATH' in toolchain.toolchain_env(llvm_prefix, {}):
     config.environment['LD_LIBRARY_PATH'] = \
         toolchain.toolchain_env(llvm_prefix, config.environment)['LD_LIBRARY_PATH']
-# The scripts that tests run (scripts/test_*.py) take the same prefix.
+# The scripts that tests run (scripts/*/test_*.py, lib/test_*.py) take the same prefix.
 config.environment[toolchain.ENV_VAR] = llvm_prefix
 
 # FileCheck / not / count resolve through PATH: put the toolchain's first.

@@ -1,5 +1,5 @@
 //! Builds `csrc/tls.c` (the initial-exec thread-local slots, see
-//! `src/tls.rs`), and sets the link settings of the shared library.
+//! `src/sync/tls.rs`), and sets the link settings of the shared library.
 //!
 //! - `-z nodelete`: a `dlclose` (for example dropping a `libloading::Library`)
 //!   must never unmap code that a worker thread of the pool may still be
@@ -18,8 +18,8 @@
 //!   engine bound the other runtime after all (`docs/symbol-binding.md`).
 //! - lld with `link/hot-symbols.txt` as symbol ordering: the functions that
 //!   programs actually run are placed together, so far fewer code pages of
-//!   the library become resident (see scripts/hot-symbols.sh). Without
-//!   lld-19 (scripts/setup.sh installs it) the library links with the
+//!   the library become resident (see scripts/bench/hot_symbols.sh). Without
+//!   lld-19 (scripts/toolchain/setup.sh installs it) the library links with the
 //!   default linker and a warning.
 //!
 //! The LLVM install is `LLVM_PREFIX` (the Makefile's knob; Debian's
@@ -69,7 +69,7 @@ fn main() {
     } else {
         println!(
             "cargo:warning=ld.lld not found in {}: linking without hot-code ordering \
-             (run scripts/setup.sh to install lld-19)",
+             (run scripts/toolchain/setup.sh to install lld-19)",
             lld_dir.display()
         );
     }

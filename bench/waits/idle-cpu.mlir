@@ -14,7 +14,7 @@
 // Output: line 1 = the counter (0 + 1 + ... + 1999), line 2 = the process's
 // CPU seconds in the 500 ms window, line 3 = its CPU seconds in the 50 ms
 // before it, line 4 = the rounds whose pauses returned 0 (2: usleep failed
-// in the others). scripts/bench_waits.py checks lines 3 and 4.
+// in the others). scripts/bench/waits.py checks lines 3 and 4.
 func.func private @clock() -> i64
 func.func private @usleep(i32) -> i32
 func.func private @printF64(f64)

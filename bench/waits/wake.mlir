@@ -11,7 +11,7 @@
 // Output: line 1 = the rounds whose pause returned 0 (usleep failed in the
 // others), line 2 = the median execute-to-await-return latency in seconds
 // (the 300 latencies are sorted here, insertion sort, after the timed part),
-// then the 300 sorted latencies, one a line: scripts/bench_waits.py checks
+// then the 300 sorted latencies, one a line: scripts/bench/waits.py checks
 // that they are sorted and that line 2 is their median.
 func.func private @rtclock() -> f64
 func.func private @usleep(i32) -> i32

@@ -69,8 +69,8 @@ pub struct Cli {
 
     /// Run async-parallel-for with our patches (async-parallel-for-fixed, docs/lowering-bugs.md)
     /// instead of MLIR's: renames the pass in --pipeline and loads the plugin `make
-    /// lowering-fixes` builds for the MLIR version of that mlir-opt (../lowering-fixes/ from this
-    /// executable; --pass-plugin replaces it).
+    /// lowering-fixes` builds for the MLIR version of that mlir-opt (target/lowering-fixes/, beside
+    /// this executable's target/release/; --pass-plugin replaces it).
     #[arg(long)]
     pub fixed_lowering: bool,
 
@@ -141,6 +141,17 @@ pub struct Cli {
     /// Write the output of the last run to FILE.
     #[arg(long, value_name = "FILE")]
     pub save_output: Option<PathBuf>,
+
+    /// The program is expected to fail its check (lit's XFAIL); NOTE says why, e.g. `XFAIL:
+    /// rust-runtime, see docs/lowering-bugs.md`. Runs that fail only their check are not
+    /// described (no FileCheck dump) and the summary is one line, `expected failure: NAME: ...;
+    /// NOTE`. A hang, a leak or a crash is still described in full. The exit status is the same.
+    #[arg(long, value_name = "NOTE")]
+    pub expect_failure: Option<String>,
+
+    /// Describe failing runs in full (FileCheck's dump) even with --expect-failure.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 
     /// The sequential reference, under its own heading.
     #[command(flatten)]

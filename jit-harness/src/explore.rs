@@ -163,6 +163,26 @@ fn set_schedules(tally: &Mutex<Tally>, n: u64) {
     }
 }
 
+/// --replay: every run's output (addresses masked) must be the first's;
+/// a run whose output differs fails.
+fn same_as_first(first: &mut Option<Vec<u8>>, out: &[u8], run: u64, schedule: &Schedule, result: &mut RunResult) {
+    let output = crate::text::mask_addresses(out);
+    match first {
+        None => *first = Some(output),
+        Some(first) if *first != output => {
+            result.check_failed = true;
+            result.add_failure(format!(
+                "run {run}: the output differs from run 1's under the same schedule {} ({} vs {} bytes): \
+                 the program or the runtime is not deterministic",
+                schedule.spec(),
+                output.len(),
+                first.len()
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
 /// The failure of run `run` whose instance queued `queued` tasks and ran
 /// `ran` under `spec`, if the two differ.
 fn lost_tasks(run: u64, spec: &str, queued: u64, ran: u64) -> Option<String> {
@@ -189,23 +209,12 @@ impl Exploration<'_> {
         pb: &ProgressBar,
     ) -> Summary {
         let plan = &self.plan;
-        let pct = plan.strategy == StrategyArg::Pct;
-        let summary = ScheduleSummary {
-            mode: if plan.replay { "replay" } else { "explore" }.to_string(),
-            strategy: if pct { "pct" } else { "random" }.to_string(),
-            depth: pct.then_some(plan.depth),
-            steps: plan.steps,
-            first_seed: plan.first_seed,
-            ..Default::default()
-        };
-        if let Ok(mut t) = tally.lock() {
-            t.summary.schedule = Some(summary);
-        }
-        let mut reporter = Reporter::default();
+        self.start_summary(tally);
+        let mut reporter = Reporter::new(cfg);
         let mut out = Vec::with_capacity(4096);
         let mut run = 0u64;
         let mut steps = plan.steps;
-        if pct && steps.is_none() {
+        if plan.strategy == StrategyArg::Pct && steps.is_none() {
             // PCT draws its change points from the steps of a run: count
             // them on one run of the first seed with random priorities
             // only (depth 1), itself a schedule worth checking.
@@ -218,13 +227,7 @@ impl Exploration<'_> {
             if result.failure.is_some() {
                 return self.finish(tally, pb, Some(calibration));
             }
-            let counted = self.schedules.steps().max(1);
-            steps = Some(counted);
-            if let Ok(mut t) = tally.lock() {
-                if let Some(s) = t.summary.schedule.as_mut() {
-                    s.steps = Some(counted);
-                }
-            }
+            steps = Some(self.counted_steps(tally));
         }
         let mut first_output: Option<Vec<u8>> = None;
         for k in 0..plan.count {
@@ -234,25 +237,7 @@ impl Exploration<'_> {
             set_schedules(tally, run);
             let mut result = self.run_schedule(cfg, check.as_deref_mut(), capture, watchdog, tally, run, schedule, &mut out);
             if plan.replay {
-                let output = crate::text::mask_addresses(&out);
-                match &first_output {
-                    None => first_output = Some(output),
-                    Some(first) if *first != output => {
-                        let msg = format!(
-                            "run {run}: the output differs from run 1's under the same schedule {} ({} vs {} bytes): \
-                             the program or the runtime is not deterministic",
-                            schedule.spec(),
-                            output.len(),
-                            first.len()
-                        );
-                        result.check_failed = true;
-                        result.failure = Some(match result.failure.take() {
-                            Some(f) => format!("{f}; {msg}"),
-                            None => msg,
-                        });
-                    }
-                    Some(_) => {}
-                }
+                same_as_first(&mut first_output, &out, run, &schedule, &mut result);
             }
             reporter.report(pb, &result);
             record(tally, run, &result);
@@ -262,6 +247,35 @@ impl Exploration<'_> {
             }
         }
         self.finish(tally, pb, None)
+    }
+
+    /// The summary's `schedule` part, before the first run.
+    fn start_summary(&self, tally: &Mutex<Tally>) {
+        let plan = &self.plan;
+        let pct = plan.strategy == StrategyArg::Pct;
+        let summary = ScheduleSummary {
+            mode: if plan.replay { "replay" } else { "explore" }.to_string(),
+            strategy: if pct { "pct" } else { "random" }.to_string(),
+            depth: pct.then_some(plan.depth),
+            steps: plan.steps,
+            first_seed: plan.first_seed,
+            ..Default::default()
+        };
+        if let Ok(mut t) = tally.lock() {
+            t.summary.schedule = Some(summary);
+        }
+    }
+
+    /// PCT's step bound: the steps the calibration run took (at least 1),
+    /// also written into the summary.
+    fn counted_steps(&self, tally: &Mutex<Tally>) -> u64 {
+        let counted = self.schedules.steps().max(1);
+        if let Ok(mut t) = tally.lock() {
+            if let Some(s) = t.summary.schedule.as_mut() {
+                s.steps = Some(counted);
+            }
+        }
+        counted
     }
 
     /// One run under `schedule` on a fresh runtime instance.

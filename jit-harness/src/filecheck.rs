@@ -158,6 +158,22 @@ impl CheckFile {
         Err(CheckFileError { headline, messages })
     }
 
+    /// Stage 6's way in at the start: --check's file read once, before
+    /// anything runs (FileCheck's verdict on it, exit code 2 for a bad one,
+    /// reported here, once); None without --check.
+    pub fn from_cli(cli: &crate::cli::Cli) -> crate::error::Result<Option<CheckFile>> {
+        use crate::error::Error;
+        let Some(path) = &cli.check else { return Ok(None) };
+        let text = std::fs::read(path)
+            .map_err(|e| Error::usage(format!("cannot read check file {}: {}", path.display(), crate::input::io_reason(&e))))?;
+        let file = CheckFile::parse(&path.display().to_string(), &text, &cli.filecheck.options())
+            .map_err(|e| Error::usage(format!("FileCheck rejects the check file: {}", e.headline)))?;
+        if let Some(first) = file.warnings().lines().next() {
+            eprintln!("jit-harness: warning: FileCheck reads the check file despite: {first}");
+        }
+        Ok(Some(file))
+    }
+
     /// What FileCheck printed while reading a check file it accepted (it
     /// goes on after some errors, e.g. an invalid --implicit-check-not
     /// regex, which then never matches); usually empty.

@@ -1,4 +1,4 @@
-//! Stage 3, JIT: parse LLVM IR with inkwell inside an ORC thread-safe
+//! Stage 4, JIT: parse LLVM IR with inkwell inside an ORC thread-safe
 //! context, run the new-pass-manager pipeline (which lowers the coroutines
 //! MLIR's async lowering emits), refuse IR that still has coroutine
 //! intrinsics, and compile it with a real ORC LLJIT through the LLVM-C API
@@ -26,10 +26,17 @@ pub enum EntryKind {
     I32,
 }
 
-/// What the harness needs from the program before it is compiled.
-pub struct Prepared {
+/// A program parsed, verified and optimized, not yet compiled: what the
+/// harness needs from it before it is (its entry point's kind, the names
+/// the libraries must resolve). Owns its module and ORC context until
+/// [`Jit::compile`] takes them; dropped before, it frees both.
+pub struct Parsed {
+    tsc: LLVMOrcThreadSafeContextRef,
+    module: Option<Module<'static>>,
+    level: u8,
     pub entry_kind: EntryKind,
-    /// Functions and globals the module declares but does not define.
+    /// Functions and globals the module declares but does not define
+    /// (name, is a function).
     pub externals: Vec<(String, bool)>,
 }
 
@@ -172,126 +179,154 @@ fn externals(module: &Module<'_>) -> Vec<(String, bool)> {
     out
 }
 
-impl Jit {
-    /// Parses and optimizes `ir`, checks the entry point, resolves the
-    /// external names with `resolve`, and compiles it; returns the JIT and
-    /// the entry point's address.
-    pub fn build(
-        ir: &[u8],
-        name: &str,
-        level: u8,
-        passes: Option<&str>,
-        entry: &str,
-        resolve: impl FnOnce(&Prepared) -> Result<Vec<(String, usize, bool)>>,
-    ) -> Result<(Jit, usize, EntryKind)> {
+impl Parsed {
+    /// Parses `ir` (named `name` in messages), verifies it, checks the
+    /// entry point, runs the LLVM pass pipeline (`passes`, or
+    /// `default<O{level}>`) and refuses coroutine intrinsics left over.
+    pub fn new(ir: &[u8], name: &str, level: u8, passes: Option<&str>, entry: &str) -> Result<Parsed> {
         let tm = host_machine(level)?;
-        // SAFETY: plain LLVM-C calls; ownership follows the C API's
-        // documentation at each step (noted inline).
-        unsafe {
-            let tsc = LLVMOrcCreateNewThreadSafeContext();
-            let ctx = ContextRef::new(LLVMOrcThreadSafeContextGetContext(tsc));
-            let result = (|| {
-                let buf = MemoryBuffer::create_from_memory_range_copy(ir, name);
-                let module = ctx.create_module_from_ir(buf).map_err(|e| Error::usage(parse_error(name, &e.to_string())))?;
-                module
-                    .verify()
-                    .map_err(|e| Error::usage(format!("{name}: invalid LLVM IR: {}", e.to_string().trim())))?;
-                let entry_kind = check_entry(&module, entry)?;
-                module.set_triple(&tm.get_triple());
-                module.set_data_layout(&tm.get_target_data().get_data_layout());
-                let pipeline = passes.map(str::to_string).unwrap_or_else(|| format!("default<O{level}>"));
-                module
-                    .run_passes(&pipeline, &tm, PassBuilderOptions::create())
-                    .map_err(|e| Error::usage(format!("LLVM pass pipeline `{pipeline}`: {}", e.to_string().trim())))?;
-                check_no_coroutines(&module)?;
-                let prepared = Prepared { entry_kind, externals: externals(&module) };
-                Ok((module, prepared))
-            })();
-            let (module, prepared) = match result {
-                Ok(x) => x,
-                Err(e) => {
-                    LLVMOrcDisposeThreadSafeContext(tsc);
-                    return Err(e);
-                }
-            };
-            let symbols = match resolve(&prepared) {
-                Ok(s) => s,
-                Err(e) => {
-                    drop(module);
-                    LLVMOrcDisposeThreadSafeContext(tsc);
-                    return Err(e);
-                }
-            };
-            // The ThreadSafeModule owns the module from here on.
-            let raw_module = module.as_mut_ptr();
-            std::mem::forget(module);
-            let tsm = LLVMOrcCreateNewThreadSafeModule(raw_module, tsc);
-            // The module holds its own reference to the context.
-            LLVMOrcDisposeThreadSafeContext(tsc);
+        // SAFETY: a new context, owned by the Parsed from here on (its Drop
+        // disposes of it, after the module).
+        let tsc = unsafe { LLVMOrcCreateNewThreadSafeContext() };
+        let mut parsed = Parsed { tsc, module: None, level, entry_kind: EntryKind::Void, externals: Vec::new() };
+        // SAFETY: the context lives as long as `parsed`, which owns the module.
+        let ctx = unsafe { ContextRef::new(LLVMOrcThreadSafeContextGetContext(tsc)) };
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir, name);
+        let module = ctx.create_module_from_ir(buf).map_err(|e| Error::usage(parse_error(name, &e.to_string())))?;
+        module
+            .verify()
+            .map_err(|e| Error::usage(format!("{name}: invalid LLVM IR: {}", e.to_string().trim())))?;
+        parsed.entry_kind = check_entry(&module, entry)?;
+        module.set_triple(&tm.get_triple());
+        module.set_data_layout(&tm.get_target_data().get_data_layout());
+        let pipeline = passes.map(str::to_string).unwrap_or_else(|| format!("default<O{level}>"));
+        module
+            .run_passes(&pipeline, &tm, PassBuilderOptions::create())
+            .map_err(|e| Error::usage(format!("LLVM pass pipeline `{pipeline}`: {}", e.to_string().trim())))?;
+        check_no_coroutines(&module)?;
+        parsed.externals = externals(&module);
+        parsed.module = Some(module);
+        Ok(parsed)
+    }
+}
 
-            // Code generation at the same level as the IR pipeline. The
-            // builder takes ownership of a target machine of its own.
-            let jit_tm = host_machine(level)?;
-            let jtmb = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_tm.as_mut_ptr());
-            std::mem::forget(jit_tm);
+impl Drop for Parsed {
+    fn drop(&mut self) {
+        // The module first: it holds a reference to the context.
+        drop(self.module.take());
+        if !self.tsc.is_null() {
+            // SAFETY: created in `new`, disposed of once (compile nulls it).
+            unsafe { LLVMOrcDisposeThreadSafeContext(self.tsc) };
+        }
+    }
+}
+
+impl Jit {
+    /// Compiles a parsed program with a new ORC LLJIT (code generation at
+    /// the level of its IR pipeline), its external names defined as
+    /// `symbols` (name, address, is a function; resolved by the caller) and
+    /// the rest looked up in the process; returns the JIT and the address
+    /// of `entry`.
+    pub fn compile(mut parsed: Parsed, symbols: &[(String, usize, bool)], entry: &str) -> Result<(Jit, usize)> {
+        let this = Jit::create(parsed.level)?;
+        // SAFETY: `this.jit` is a live LLJIT.
+        let jd = unsafe { LLVMOrcLLJITGetMainJITDylib(this.jit) };
+        this.define(jd, symbols)?;
+        this.search_process(jd)?;
+        let module = parsed.module.take().expect("a Parsed holds its module until compiled");
+        // SAFETY: the ThreadSafeModule takes the module (forgotten here) and
+        // its own reference to the context, whose creation reference is
+        // then released once (the Parsed's Drop sees it null).
+        let tsm = unsafe {
+            let raw = module.as_mut_ptr();
+            std::mem::forget(module);
+            let tsm = LLVMOrcCreateNewThreadSafeModule(raw, parsed.tsc);
+            LLVMOrcDisposeThreadSafeContext(parsed.tsc);
+            parsed.tsc = std::ptr::null_mut();
+            tsm
+        };
+        // SAFETY: takes ownership of the module.
+        check(unsafe { LLVMOrcLLJITAddLLVMIRModule(this.jit, jd, tsm) }, "cannot add the program to the JIT")?;
+        let addr = this.lookup(entry)?;
+        Ok((this, addr))
+    }
+
+    /// A new LLJIT generating code for this host at `level`.
+    fn create(level: u8) -> Result<Jit> {
+        let tm = host_machine(level)?;
+        // SAFETY: the builder takes ownership of the target machine builder,
+        // which takes the target machine (forgotten here); LLVMOrcCreateLLJIT
+        // takes the builder.
+        unsafe {
+            let jtmb = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm.as_mut_ptr());
+            std::mem::forget(tm);
             let builder = LLVMOrcCreateLLJITBuilder();
             LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
             let mut jit = std::ptr::null_mut();
-            if let Err(e) = check(LLVMOrcCreateLLJIT(&mut jit, builder), "cannot create the ORC LLJIT") {
-                LLVMOrcDisposeThreadSafeModule(tsm);
-                return Err(e);
-            }
-            let this = Jit { jit };
+            check(LLVMOrcCreateLLJIT(&mut jit, builder), "cannot create the ORC LLJIT")?;
             LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit), report_session_error, std::ptr::null_mut());
-            let jd = LLVMOrcLLJITGetMainJITDylib(jit);
+            Ok(Jit { jit })
+        }
+    }
 
-            // The program's external names, resolved by the caller.
-            if !symbols.is_empty() {
-                let mut pairs: Vec<LLVMOrcCSymbolMapPair> = symbols
-                    .iter()
-                    .map(|(n, addr, is_fn)| {
-                        let c = CString::new(n.as_str()).unwrap_or_default();
-                        let flags = LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
-                            | if *is_fn { LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8 } else { 0 };
-                        LLVMOrcCSymbolMapPair {
-                            // Ownership of the interned name passes to the MU.
-                            Name: LLVMOrcLLJITMangleAndIntern(jit, c.as_ptr()),
-                            Sym: LLVMJITEvaluatedSymbol {
-                                Address: *addr as u64,
-                                Flags: LLVMJITSymbolFlags { GenericFlags: flags, TargetFlags: 0 },
-                            },
-                        }
-                    })
-                    .collect();
-                let mu = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
-                if let Err(e) = check(LLVMOrcJITDylibDefine(jd, mu), "cannot define the resolved symbols") {
-                    LLVMOrcDisposeThreadSafeModule(tsm);
-                    return Err(e);
+    /// Defines the program's external names at the addresses given.
+    fn define(&self, jd: LLVMOrcJITDylibRef, symbols: &[(String, usize, bool)]) -> Result<()> {
+        if symbols.is_empty() {
+            return Ok(());
+        }
+        let mut pairs: Vec<LLVMOrcCSymbolMapPair> = symbols
+            .iter()
+            .map(|(n, addr, is_fn)| {
+                let c = CString::new(n.as_str()).unwrap_or_default();
+                let flags = LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
+                    | if *is_fn { LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8 } else { 0 };
+                LLVMOrcCSymbolMapPair {
+                    // SAFETY: interns the name; its ownership passes to the MU.
+                    Name: unsafe { LLVMOrcLLJITMangleAndIntern(self.jit, c.as_ptr()) },
+                    Sym: LLVMJITEvaluatedSymbol {
+                        Address: *addr as u64,
+                        Flags: LLVMJITSymbolFlags { GenericFlags: flags, TargetFlags: 0 },
+                    },
                 }
-            }
-            // Names code generation introduces (memset, __udivti3, ...) come
-            // from the process.
+            })
+            .collect();
+        // SAFETY: the MU copies the pairs; the dylib takes the MU.
+        unsafe {
+            let mu = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
+            check(LLVMOrcJITDylibDefine(jd, mu), "cannot define the resolved symbols")
+        }
+    }
+
+    /// Names code generation introduces (memset, __udivti3, ...) come from
+    /// the process.
+    fn search_process(&self, jd: LLVMOrcJITDylibRef) -> Result<()> {
+        // SAFETY: the dylib takes the generator.
+        unsafe {
             let mut gen = std::ptr::null_mut();
-            let prefix = LLVMOrcLLJITGetGlobalPrefix(jit);
+            let prefix = LLVMOrcLLJITGetGlobalPrefix(self.jit);
             check(
                 LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, prefix, None, std::ptr::null_mut()),
                 "cannot search the process for symbols",
             )?;
             LLVMOrcJITDylibAddGenerator(jd, gen);
-
-            // Takes ownership of the module.
-            check(LLVMOrcLLJITAddLLVMIRModule(jit, jd, tsm), "cannot add the program to the JIT")?;
-            let mut addr: LLVMOrcExecutorAddress = 0;
-            let cname = CString::new(entry).map_err(|_| Error::usage("--entry contains a NUL byte"))?;
-            let err = LLVMOrcLLJITLookup(jit, &mut addr, cname.as_ptr());
-            if !err.is_null() {
-                let msg = error_message(err);
-                let session = SESSION_ERRORS.lock().map(|v| v.join("; ")).unwrap_or_default();
-                let detail = if session.is_empty() || session == msg { msg } else { format!("{msg} ({session})") };
-                return Err(Error::usage(format!("cannot compile the program: {detail}")));
-            }
-            Ok((this, addr as usize, prepared.entry_kind))
         }
+        Ok(())
+    }
+
+    /// Compiles the program (lazily, at the first lookup) and returns the
+    /// address of `entry`, or the compiler's errors.
+    fn lookup(&self, entry: &str) -> Result<usize> {
+        let mut addr: LLVMOrcExecutorAddress = 0;
+        let cname = CString::new(entry).map_err(|_| Error::usage("--entry contains a NUL byte"))?;
+        // SAFETY: a live LLJIT and a NUL-terminated name.
+        let err = unsafe { LLVMOrcLLJITLookup(self.jit, &mut addr, cname.as_ptr()) };
+        if !err.is_null() {
+            let msg = error_message(err);
+            let session = SESSION_ERRORS.lock().map(|v| v.join("; ")).unwrap_or_default();
+            let detail = if session.is_empty() || session == msg { msg } else { format!("{msg} ({session})") };
+            return Err(Error::usage(format!("cannot compile the program: {detail}")));
+        }
+        Ok(addr as usize)
     }
 }
 

@@ -2,84 +2,66 @@
 //! every run's output with it.
 //!
 //! The reference is the same program lowered without the passes that make
-//! tasks out of loops ([`sequential_pipeline`]: `scf.parallel` becomes plain
-//! loops), run once, in a child harness process, on a runtime that runs
+//! tasks out of loops ([`Pipelines::sequential`]: `scf.parallel` becomes
+//! plain loops), run once, in a child harness process, on a runtime that runs
 //! every task inline in program order when it is queued (the floor runtime,
 //! bench/floor). Lines that legitimately depend on the schedule are left out
 //! of the comparison on both sides ([`Ignore`]: `// REFERENCE-IGNORE: regex`
 //! lines of the program or check file, and `--reference-ignore`), and so
 //! are heap addresses (`base@ = 0x...`, [`crate::text::mask_addresses`]).
 
+use crate::cli::Cli;
 use crate::error::{Error, Result};
+use crate::input::{Format, Input};
+use crate::pipeline::Pipelines;
 use regex::bytes::Regex;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The front passes that turn loops into tasks: the reference drops them.
-pub const PARALLELIZING_PASSES: &[&str] = &["async-parallel-for", "async-parallel-for-fixed"];
-
 /// The directive that marks schedule-dependent output lines.
 pub const IGNORE_DIRECTIVE: &str = "REFERENCE-IGNORE:";
 
-/// Splits a pass list at its top-level commas (commas inside `(...)`,
-/// `{...}` and quotes belong to a pass).
-fn split_top(list: &str) -> Vec<&str> {
-    let (mut depth, mut quoted, mut start) = (0i32, false, 0usize);
-    let mut out = Vec::new();
-    for (i, c) in list.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '(' | '{' if !quoted => depth += 1,
-            ')' | '}' if !quoted => depth -= 1,
-            ',' if !quoted && depth == 0 => {
-                out.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
+/// --reference's one way in: None without it; else the program lowered
+/// without its parallelizing passes (MLIR input; LLVM IR input as it is),
+/// run once on the reference runtime in a child process (before the
+/// runtime under test is loaded), and its output, to compare every run's
+/// with.
+pub fn prepare(cli: &Cli, input: &Input, ir: &[u8], pipelines: &Pipelines) -> Result<Option<Reference>> {
+    let flags = &cli.reference;
+    if !flags.reference {
+        return Ok(None);
     }
-    out.push(&list[start..]);
-    out
-}
-
-fn is_parallelizing(pass: &str) -> bool {
-    PARALLELIZING_PASSES.contains(&pass)
-}
-
-/// The passes of `pipeline` for which `keep(name)` holds, at any nesting;
-/// an anchor (`builtin.module(...)`, `func.func(...)`) is kept with its
-/// filtered list, or dropped when `keep_anchors` is false and nothing in it
-/// is kept.
-fn filter_pipeline(pipeline: &str, keep: &dyn Fn(&str) -> bool, keep_anchors: bool) -> String {
-    let kept: Vec<String> = split_top(pipeline)
-        .into_iter()
-        .filter_map(|element| {
-            let e = element.trim();
-            let name_end = e.find(['{', '(']).unwrap_or(e.len());
-            let name = e[..name_end].trim();
-            if e[name_end..].starts_with('(') && e.ends_with(')') {
-                let inner = filter_pipeline(&e[name_end + 1..e.len() - 1], keep, keep_anchors);
-                return (keep_anchors || !inner.is_empty()).then(|| format!("{}({inner})", &e[..name_end]));
-            }
-            (!e.is_empty() && keep(name)).then(|| e.to_string())
-        })
-        .collect();
-    kept.join(",")
-}
-
-/// `pipeline` without [`PARALLELIZING_PASSES`], at any nesting
-/// (`builtin.module(async-parallel-for{...},func.func(...),...)`): the
-/// sequential lowering of the reference.
-pub fn sequential_pipeline(pipeline: &str) -> String {
-    filter_pipeline(pipeline, &|p| !is_parallelizing(p), true)
-}
-
-/// Only the [`PARALLELIZING_PASSES`] of `pipeline`, in their anchors
-/// (empty when it has none): what --front-mlir-bin runs.
-pub fn parallelizing_pipeline(pipeline: &str) -> String {
-    filter_pipeline(pipeline, &is_parallelizing, false)
+    let check_text = cli.check.as_ref().map(|path| (path.display().to_string(), std::fs::read(path).unwrap_or_default()));
+    let mut sources: Vec<(&str, &[u8])> = vec![(&input.name, &input.text)];
+    if let Some((name, text)) = &check_text {
+        sources.push((name, text));
+    }
+    let ignore = Ignore::new(&flags.reference_ignore, &sources)?;
+    let sequential_ir = match input.format {
+        Format::LlvmIr => ir.to_vec(),
+        Format::Mlir => crate::lower::to_llvm_ir(input, &pipelines.sequential())?,
+    };
+    let runtime = match &flags.reference_runtime {
+        Some(p) => p.clone(),
+        None => default_runtime()?,
+    };
+    let output = Run {
+        ir: &sequential_ir,
+        runtime: &runtime,
+        shared_libs: &cli.shared_libs,
+        entry: &cli.entry,
+        opt_level: cli.opt_level,
+        llvm_passes: cli.llvm_passes.as_deref(),
+        timeout: cli.timeout,
+    }
+    .output()?;
+    if let Some(path) = &flags.save_reference {
+        std::fs::write(path, &output)
+            .map_err(|e| Error::usage(format!("cannot write the reference output to {}: {}", path.display(), crate::input::io_reason(&e))))?;
+    }
+    Ok(Some(Reference::new(output, ignore)))
 }
 
 /// Output lines that the comparison leaves out.
@@ -319,26 +301,6 @@ impl Run<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_parallelizing_pass_is_dropped_at_any_nesting() {
-        assert_eq!(
-            sequential_pipeline("builtin.module(async-parallel-for{async-dispatch=true num-workers=-1},async-to-async-runtime,func.func(a,b))"),
-            "builtin.module(async-to-async-runtime,func.func(a,b))"
-        );
-        assert_eq!(sequential_pipeline("async-parallel-for,x"), "x");
-        assert_eq!(sequential_pipeline("builtin.module(x,y)"), "builtin.module(x,y)");
-        assert_eq!(sequential_pipeline("builtin.module(func.func(async-parallel-for),x)"), "builtin.module(func.func(),x)");
-    }
-
-    #[test]
-    fn the_parallelizing_part_keeps_its_anchors_only() {
-        assert_eq!(
-            parallelizing_pipeline("builtin.module(async-parallel-for{num-workers=1 min-task-size=3},a,func.func(b))"),
-            "builtin.module(async-parallel-for{num-workers=1 min-task-size=3})"
-        );
-        assert_eq!(parallelizing_pipeline("builtin.module(a,func.func(b))"), "");
-    }
 
     fn reference(text: &str, ignore: &[&str]) -> Reference {
         let flags: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();

@@ -1,5 +1,5 @@
-//! Stage 7, report: the tally of runs, the one-line summary (or JSON), and
-//! the progress bar.
+//! Stage 7, report: the summary of the runs, its line (or JSON), the exit
+//! status, and the progress bar.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -29,6 +29,13 @@ pub struct Summary {
     /// Deterministic schedules (--explore, --replay).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleSummary>,
+    /// --expect-failure's note, when the runs failed as expected: only
+    /// their checks, no hang, leak or hung destroy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_failure: Option<String>,
+    /// --expect-failure's note, when every run passed all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unexpected_pass: Option<String>,
 }
 
 /// What --explore or --replay did.
@@ -85,7 +92,25 @@ fn fmt_us(us: f64) -> String {
 }
 
 impl Summary {
+    /// The program was expected to fail its check (--expect-failure NOTE):
+    /// records whether it did, and only that.
+    pub fn expect_failure(&mut self, note: &str) {
+        let only_checks = self.hung == 0 && self.leaked == 0 && !self.destroy_hung;
+        if self.failed > 0 && only_checks {
+            self.expected_failure = Some(note.to_string());
+        } else if self.runs > 0 && self.passed == self.runs {
+            self.unexpected_pass = Some(note.to_string());
+        }
+    }
+
     pub fn line(&self) -> String {
+        if let Some(note) = &self.expected_failure {
+            let mut s = format!("expected failure: {}: {} of {} runs failed their check", self.name, self.failed, self.runs);
+            if let Some(schedule) = &self.schedule {
+                s.push_str(&format!(" ({})", schedule.describe()));
+            }
+            return format!("{s}; {note}");
+        }
         let mut s = format!(
             "{}: {} runs, {} passed, {} failed, {} hung, {} leaked, median {}, p99 {}",
             self.name,
@@ -115,6 +140,9 @@ impl Summary {
                 s.push_str(env);
             }
         }
+        if let Some(note) = &self.unexpected_pass {
+            s.push_str(&format!(" (passed, though expected to fail: {note})"));
+        }
         s
     }
 
@@ -129,6 +157,22 @@ impl Summary {
             self.line()
         }
     }
+}
+
+/// Stage 7's way in: the summary, as --expect-failure reads it, printed
+/// (a line, or JSON with --json); returns the exit status: 0 when every run
+/// passed and every run asked for ran (an exploration that found nothing
+/// ran every schedule), else 1.
+pub fn finish(mut summary: Summary, cli: &crate::cli::Cli) -> i32 {
+    if let Some(note) = &cli.expect_failure {
+        summary.expect_failure(note);
+    }
+    println!("{}", summary.render(cli.json));
+    let all_ran = match &summary.schedule {
+        Some(s) => s.failing_seed.is_none(),
+        None => summary.runs == cli.repeat,
+    };
+    i32::from(!(summary.passed == summary.runs && all_ran))
 }
 
 /// A progress bar on stderr when it is a terminal and there is more than one run.

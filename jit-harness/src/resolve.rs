@@ -1,8 +1,8 @@
-//! Stage 4, resolve symbols: load the runtime and the other shared
-//! libraries with libloading, call their runner init/destroy hooks, find the
-//! introspection functions, and resolve the program's external names
-//! (libraries first, in command-line order with the runtime first, then the
-//! process).
+//! Stage 3, load: the runtime and the other shared libraries loaded with
+//! libloading, their runner init hooks called (the destroy hooks when the
+//! [`Libraries`] are dropped), the introspection functions found, and the
+//! program's external names resolved (libraries first, in command-line
+//! order with the runtime first, then the process).
 
 use crate::error::{Error, Result};
 use libloading::os::unix::{Library as RawLibrary, RTLD_GLOBAL, RTLD_NOW};
@@ -190,12 +190,15 @@ impl Library {
     }
 }
 
+/// The runtime and the other libraries, loaded and initialized: their
+/// destroy hooks run once, when this value is dropped (which must come
+/// before the JIT's code is freed: the runtime's destroy waits for its
+/// tasks; see `load::Program`).
 pub struct Libraries {
     /// Never unloaded: JIT code and runtime threads may point into them,
     /// and unloading a Rust cdylib with live threads crashes.
     libs: ManuallyDrop<Vec<Library>>,
     pub introspection: Option<Introspection>,
-    destroyed: bool,
 }
 
 /// Where the runtime is when --runtime is not given: next to the harness
@@ -297,7 +300,7 @@ impl Libraries {
             l.init();
             loaded.push(l);
         }
-        Ok(Libraries { libs: ManuallyDrop::new(loaded), introspection, destroyed: false })
+        Ok(Libraries { libs: ManuallyDrop::new(loaded), introspection })
     }
 
     /// Resolves every name, or names the ones that no library and not the
@@ -346,13 +349,12 @@ impl Libraries {
         }
     }
 
-    /// Calls the destroy hooks (last loaded first), once. Must run before the
-    /// JIT's code is freed: it waits for the runtime's tasks.
-    pub fn destroy(&mut self) {
-        if self.destroyed {
-            return;
-        }
-        self.destroyed = true;
+}
+
+impl Drop for Libraries {
+    /// Calls the destroy hooks, last loaded first: once, as the value is
+    /// dropped once. The libraries stay loaded (see `libs`).
+    fn drop(&mut self) {
         for l in self.libs.iter().rev() {
             if let Some(d) = l.destroy {
                 // SAFETY: hook with signature `void()`, called once after init.

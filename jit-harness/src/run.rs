@@ -6,7 +6,7 @@ use crate::capture::{write_fd, Capture};
 use crate::filecheck::CheckFile;
 use crate::jit::EntryKind;
 use crate::report::Summary;
-use crate::resolve::Introspection;
+use crate::resolve::{Introspection, Stats};
 use crate::tally::Tally;
 use crate::watchdog::Watchdog;
 use indicatif::ProgressBar;
@@ -28,6 +28,9 @@ pub struct RunConfig {
     pub reference: Option<crate::reference::Reference>,
     /// --save-output: where each run's output is written (the last one stays).
     pub save_output: Option<std::path::PathBuf>,
+    /// --expect-failure without --verbose: a run that fails only its check
+    /// is counted, not described.
+    pub quiet_checks: bool,
 }
 
 /// What one run gave.
@@ -42,6 +45,16 @@ pub struct RunResult {
     pub leaked: bool,
 }
 
+impl RunResult {
+    /// Adds `msg` to the run's failure (after `; ` if it already failed).
+    pub fn add_failure(&mut self, msg: String) {
+        self.failure = Some(match self.failure.take() {
+            Some(f) => format!("{f}; {msg}"),
+            None => msg,
+        });
+    }
+}
+
 /// Runs the entry point once (run number `i`, 1-based), with its output
 /// captured into `out`, and checks it.
 pub fn run_once(
@@ -54,6 +67,31 @@ pub fn run_once(
 ) -> RunResult {
     let leak = if cfg.leak_check { cfg.introspection } else { None };
     let before = leak.map(|x| x.stats());
+    let elapsed = call_entry(cfg, i, capture, watchdog, out);
+    if cfg.echo {
+        write_fd(1, out);
+    }
+    let mut result =
+        RunResult { elapsed, failure: None, headline: String::new(), details: String::new(), check_failed: false, leaked: false };
+    check_output(cfg, i, check, out, &mut result);
+    if let Some(path) = &cfg.save_output {
+        if let Err(e) = std::fs::write(path, &out[..]) {
+            eprintln!("jit-harness: warning: cannot write the output to {}: {}", path.display(), crate::input::io_reason(&e));
+        }
+    }
+    if let (Some(x), Some(b)) = (leak, before) {
+        if let Some(msg) = leaked(i, b, x.stats()) {
+            result.leaked = true;
+            result.add_failure(msg);
+        }
+    }
+    result
+}
+
+/// Calls the entry point with fd 1 captured into `out`, under the
+/// watchdog, and waits for the runtime to go idle; returns the time taken.
+/// An i32 result is appended to the output as a line.
+fn call_entry(cfg: &RunConfig, i: u64, capture: &Capture, watchdog: &Watchdog, out: &mut Vec<u8>) -> Duration {
     crate::crash::set_current_run(i);
     watchdog.run_started(i);
     capture.begin();
@@ -82,11 +120,12 @@ pub fn run_once(
     if let Some(r) = ret {
         out.extend_from_slice(format!("{r}\n").as_bytes());
     }
-    if cfg.echo {
-        write_fd(1, out);
-    }
-    let mut result =
-        RunResult { elapsed, failure: None, headline: String::new(), details: String::new(), check_failed: false, leaked: false };
+    elapsed
+}
+
+/// The check stage on one output: FileCheck (--check), then the
+/// sequential reference (--reference); both failures are kept.
+fn check_output(cfg: &RunConfig, i: u64, check: Option<&mut CheckFile>, out: &[u8], result: &mut RunResult) {
     if let Some(cf) = check {
         if let Err(m) = cf.check(out) {
             result.check_failed = true;
@@ -97,61 +136,55 @@ pub fn run_once(
     if let Some(reference) = &cfg.reference {
         if let Some(m) = reference.compare(out) {
             result.check_failed = true;
-            let msg = format!("run {i}: {}", m.headline);
-            result.failure = Some(match result.failure.take() {
-                Some(f) => format!("{f}; {msg}"),
-                None => msg,
-            });
+            result.add_failure(format!("run {i}: {}", m.headline));
             if result.headline.is_empty() {
                 (result.headline, result.details) = (m.headline, m.details);
             }
         }
     }
-    if let Some(path) = &cfg.save_output {
-        if let Err(e) = std::fs::write(path, &out[..]) {
-            eprintln!("jit-harness: warning: cannot write the output to {}: {}", path.display(), crate::input::io_reason(&e));
-        }
-    }
-    if let (Some(x), Some(b)) = (leak, before) {
-        let a = x.stats();
-        if a.live() > b.live() {
-            result.leaked = true;
-            let msg = format!(
-                "run {i} leaked {} runtime objects (live tokens {} -> {}, values {} -> {}, groups {} -> {})",
-                a.live() - b.live(),
-                b.live_tokens,
-                a.live_tokens,
-                b.live_values,
-                a.live_values,
-                b.live_groups,
-                a.live_groups
-            );
-            result.failure = Some(match result.failure.take() {
-                Some(f) => format!("{f}; {msg}"),
-                None => msg,
-            });
-        }
-    }
-    result
+}
+
+/// The leak of run `i`, if the live objects grew from `b` to `a`.
+fn leaked(i: u64, b: Stats, a: Stats) -> Option<String> {
+    (a.live() > b.live()).then(|| {
+        format!(
+            "run {i} leaked {} runtime objects (live tokens {} -> {}, values {} -> {}, groups {} -> {})",
+            a.live() - b.live(),
+            b.live_tokens,
+            a.live_tokens,
+            b.live_values,
+            a.live_values,
+            b.live_groups,
+            a.live_groups
+        )
+    })
 }
 
 /// Describes failing runs on stderr: the first few in full, FileCheck's
-/// details once per distinct failure.
-#[derive(Default)]
+/// details once per distinct failure; none that only failed an expected
+/// check (`RunConfig::quiet_checks`).
 pub struct Reporter {
     reported: u64,
     /// Headlines already shown with their details: a repeated failure gets
     /// its one line only.
     explained: Vec<String>,
+    quiet_checks: bool,
 }
 
 impl Reporter {
+    pub fn new(cfg: &RunConfig) -> Reporter {
+        Reporter { reported: 0, explained: Vec::new(), quiet_checks: cfg.quiet_checks }
+    }
+
     pub fn report(&mut self, pb: &ProgressBar, result: &RunResult) {
         let Some(msg) = &result.failure else { return };
+        if self.quiet_checks && result.check_failed && !result.leaked {
+            return;
+        }
         self.reported += 1;
         if self.reported <= MAX_REPORTED {
             let mut text = format!("jit-harness: {msg}\n");
-            if !result.details.is_empty() && !self.explained.iter().any(|h| *h == result.headline) {
+            if !result.details.is_empty() && !self.explained.contains(&result.headline) {
                 self.explained.push(result.headline.clone());
                 for line in result.details.lines() {
                     text.push_str("  ");
@@ -194,7 +227,7 @@ pub fn run_all(
     pb: &ProgressBar,
 ) -> Summary {
     let mut out = Vec::with_capacity(4096);
-    let mut reporter = Reporter::default();
+    let mut reporter = Reporter::new(cfg);
     for i in 1..=cfg.repeat {
         let result = run_once(cfg, i, check.as_deref_mut(), capture, watchdog, &mut out);
         reporter.report(pb, &result);

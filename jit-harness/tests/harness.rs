@@ -110,6 +110,50 @@ fn wrong_output_fails_every_run() {
     assert!(j["first_failure"].as_str().unwrap().ends_with("CHECK-NEXT: expected string not found in input"), "{j}");
 }
 
+/// The loaded libraries are a value whose Drop runs the destroy hooks:
+/// once after the runs, and once on an error after the load (our runtime
+/// prints its --stats counters at destroy, so they show each call).
+#[test]
+fn the_destroy_hook_runs_once_on_every_path() {
+    let rt = s(&our_runtime());
+    let counters = "counters since process start";
+    let r = run(&[&s(&data("ret.ll")), "--runtime", &rt, "--repeat", "3", "--stats"]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.matches(counters).count(), 1, "{}", r.stderr);
+    let r = run(&[&s(&data("unresolved.ll")), "--runtime", &rt, "--stats"]);
+    assert_eq!(r.code, 2, "stderr: {}", r.stderr);
+    assert_eq!(r.stderr.matches(counters).count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("unresolved symbol `no_such_function_anywhere`"), "{}", r.stderr);
+}
+
+/// An expected failure (lit's XFAIL, --expect-failure) is one line and no
+/// FileCheck dump; --verbose brings the dump back; a leak is never hidden.
+#[test]
+fn an_expected_failure_is_one_line() {
+    let (rt, check) = (s(&our_runtime()), s(&data("wrong.check")));
+    let (hello, utils) = (s(&data("hello.mlir")), c_runner_utils());
+    let note = "XFAIL: rust-runtime, see docs/lowering-bugs.md";
+    let base = [hello.as_str(), "--runtime", &rt, "--shared-lib", &utils, "--check", &check, "--repeat", "4", "--name", "hello"];
+    let r = run(&[&base[..], &["--expect-failure", note]].concat());
+    assert_eq!(r.code, 1, "the exit status is unchanged; stderr: {}", r.stderr);
+    assert_eq!(r.stdout, format!("expected failure: hello: 4 of 4 runs failed their check; {note}\n"));
+    assert_eq!(r.stderr, "", "no run described, no dump");
+    let r = run(&[&base[..], &["--expect-failure", note, "--verbose"]].concat());
+    assert_eq!(r.stderr.matches("Input was:").count(), 1, "{}", r.stderr);
+    assert!(r.stdout.starts_with("expected failure: hello: 4 of 4 runs"), "{}", r.stdout);
+    let r = run(&[&base[..], &["--expect-failure", note, "--json"]].concat());
+    assert_eq!(summary(&r)["expected_failure"].as_str(), Some(note));
+    // A program that passes though expected to fail says so, in its usual line.
+    let r = run(&[hello.as_str(), "--runtime", &rt, "--shared-lib", &utils, "--check", &s(&data("hello.check")), "--expect-failure", note]);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    assert!(r.stdout.contains("1 passed") && r.stdout.ends_with(&format!("(passed, though expected to fail: {note})\n")), "{}", r.stdout);
+    // A leak is not what was expected: described, and the usual summary.
+    let r = run(&[&s(&data("leak.ll")), "--runtime", &rt, "--repeat", "2", "--expect-failure", note]);
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    assert!(r.stderr.contains("run 1 leaked 1 runtime objects"), "{}", r.stderr);
+    assert!(r.stdout.contains("2 leaked") && !r.stdout.contains("expected failure"), "{}", r.stdout);
+}
+
 #[test]
 fn filecheck_options_reach_filecheck() {
     let dir = temp_dir("fcopts");

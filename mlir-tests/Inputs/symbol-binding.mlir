@@ -1,4 +1,4 @@
-// The program of scripts/symbol-binding.py: tasks, a value and an error, so
+// The program of scripts/corpus/symbol_binding.py: tasks, a value and an error, so
 // that whichever runtime the engine bound does some work (it creates three
 // tokens and two values), and the result shows it ran right. It first
 // prints the runtime's worker count: run with MLIR_ASYNC_RUNTIME_WORKERS=7,

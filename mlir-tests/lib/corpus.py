@@ -13,13 +13,17 @@ The library around it, one concept a module:
   downport.py   the corpus rewritten for MLIR older than 19
 
 Imported by mlir-tests/lit.cfg.py (lit substitutions),
-scripts/stress.py, scripts/compat.py and scripts/symbol-binding.py, and run as a script by
-scripts/lower-corpus.sh (`make corpus`) and the coverage tests:
+scripts/corpus/stress.py, scripts/corpus/compat.py and
+scripts/corpus/symbol_binding.py, and run as a script by `make corpus`
+(mk/corpus.mk) and the coverage tests:
 
   corpus.py lower    --out DIR [--llvm-prefix P] [--mlir-version N] [--runtime SO] [FILE...]
-      lower every RUN line of every corpus program to DIR/<id>.mlir (LLVM
-      dialect, for the runners) and DIR/<id>.ll (LLVM IR, for jit-harness)
-      and write DIR/manifest.tsv (see manifest.py).
+      lower every RUN line of every corpus program to DIR/<id>.llvm.mlir
+      (LLVM dialect, for the runners) and DIR/<id>.ll (LLVM IR, for
+      jit-harness) and write DIR/manifest.tsv (see manifest.py). DIR is
+      emptied of an earlier run's files first, so a program removed or
+      renamed leaves none behind. CORPUS_JOBS: parallel lowerings (default:
+      the CPU count).
   corpus.py coverage --out DIR --reference SO [FILE...]
       lower everything, then check that every mlirAsyncRuntim* symbol exported
       by the reference runtime SO is called by at least one corpus program.
@@ -325,8 +329,21 @@ def abi_symbols(reference):
     return sorted(s for s in exported(reference) if SYMBOL_RE.fullmatch(s))
 
 
+def clean(out_dir):
+    """Removes what an earlier `lower` wrote to out_dir (its .ll,
+    .llvm.mlir, temporaries, downported sources and manifest), nothing
+    else."""
+    import glob
+    import shutil
+    for pattern in ('*.ll', '*.llvm.mlir', '*.tmp', 'manifest.tsv'):
+        for path in glob.glob(os.path.join(out_dir, pattern)):
+            os.remove(path)
+    shutil.rmtree(os.path.join(out_dir, 'src'), ignore_errors=True)
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog='corpus.py', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('cmd', choices=['lower', 'coverage', 'exports', 'list'])
     ap.add_argument('files', nargs='*')
     ap.add_argument('--out')
@@ -356,6 +373,8 @@ def main():
         return 1 if missing else 0
     if not a.out:
         sys.exit('corpus.py: %s needs --out DIR' % a.cmd)
+    if a.cmd == 'lower':
+        clean(a.out)
     progs, failed = lower_all(files, a.out, a.llvm_prefix, a.runtime,
                               quiet=(a.cmd == 'coverage'), version=version.number)
     for p in progs:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The one jit-harness command line: every script that runs a program
-through jit-harness (run_corpus.py, stress.py, explore.py, bench.py,
-fuzz_lowering.py, bench-harness.sh) builds it here.
+through jit-harness (scripts/corpus/: run.py, stress.py, explore.py,
+fuzz_lowering.py; scripts/bench/: bench.py, harness_rate.sh) builds it here.
 
   command(harness, program_file, runtime, libs, ...)  any program
   for_row(harness, row, runtime, libs, ...)           a manifest row (or a
@@ -25,10 +25,11 @@ import manifest
 
 def command(harness, program, runtime, libs, check=None, check_prefix=None, entry=None,
             name=None, repeat=None, timeout=None, json=False, pipeline=None, mlir_bin=None,
-            reference_runtime=None, extra=()):
+            reference_runtime=None, expect_failure=None, verbose=False, extra=()):
     """jit-harness PROGRAM --runtime SO --shared-lib LIBS [options]. libs:
     comma-separated, or a list. reference_runtime: also run the sequential
-    reference on it (--reference)."""
+    reference on it (--reference). expect_failure: the note of an XFAIL
+    program (rules.xfail_note): its failed checks are one line."""
     if not isinstance(libs, str):
         libs = ','.join(libs)
     cmd = [str(harness), str(program)]
@@ -43,11 +44,13 @@ def command(harness, program, runtime, libs, check=None, check_prefix=None, entr
         cmd += ['--shared-lib', libs]
     for flag, value in (('--check', check), ('--check-prefix', check_prefix),
                         ('--entry', entry), ('--name', name), ('--repeat', repeat),
-                        ('--timeout', timeout)):
+                        ('--timeout', timeout), ('--expect-failure', expect_failure)):
         if value not in (None, ''):
             cmd += [flag, str(value)]
     if json:
         cmd.append('--json')
+    if verbose:
+        cmd.append('--verbose')
     return cmd + [str(x) for x in extra]
 
 

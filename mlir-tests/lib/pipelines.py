@@ -16,7 +16,7 @@ As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
                                         patched pass of `make lowering-fixes`,
                                         which mlir-opt loads with
                                         v.plugin_args() (--load-pass-plugin)
-As a command (the Makefile, scripts/hot-symbols.sh, the README):
+As a command (the Makefile, scripts/bench/hot_symbols.sh, the README):
     pipelines.py [--mlir-version N | --llvm-prefix P] [--policy] [--no-async-func] [--bare]
                  [--front PASS] [--sequential | --openmp]
         prints the pipeline of MLIR N (default 19, or P's version), with

@@ -14,10 +14,11 @@ async-parallel-for is our patched one (lit --param fixed_lowering=1, make
 lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`.
 
 Used by lit.cfg.py (the features), corpus.py, and every script that runs
-corpus programs (run_corpus.py, stress.py, explore.py, compat.py,
-aot-test.sh through manifest.py).
+corpus programs (scripts/corpus/: run.py, stress.py, explore.py,
+compat.py, aot_test.sh through manifest.py).
 """
 import os
+import re
 
 from lit.BooleanExpression import BooleanExpression
 
@@ -67,3 +68,26 @@ def expectation(p, feats):
     if xfail:
         return 'xfail', 'XFAIL: ' + ', '.join(xfail)
     return 'pass', None
+
+
+DOC = re.compile(r'\bdocs/[\w.-]+\.md\b')
+
+
+def xfail_note(p, why):
+    """The note of an expected failure: `why` (from expectation()) and the
+    doc that the program's header comment names, if any: `XFAIL:
+    rust-runtime, see docs/lowering-bugs.md`. The one line that make run,
+    explore and the harness (--expect-failure) print for it."""
+    doc = None
+    try:
+        with open(p.get('source') or p['check_file']) as f:
+            for line in f:
+                if not line.startswith('//'):
+                    break
+                m = DOC.search(line)
+                if m:
+                    doc = m.group(0)
+                    break
+    except (OSError, KeyError):
+        pass
+    return '%s, see %s' % (why, doc) if doc else why

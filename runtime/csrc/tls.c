@@ -5,7 +5,7 @@
  * paths touch per-thread state several times per task (8% of fib-spawn's
  * instructions went there). An initial-exec variable is one load from the
  * thread pointer. Stable Rust cannot ask for that model, so this file
- * defines one block of slots and returns its address; src/tls.rs gives the
+ * defines one block of slots and returns its address; src/sync/tls.rs gives the
  * slots names. The block is small (32 bytes): glibc serves initial-exec
  * variables of libraries loaded with dlopen from a reserved surplus of the
  * static TLS area (over 1 KiB by default).
@@ -16,7 +16,7 @@ struct mlir_async_runtime_tls {
     void *slots[4];
 };
 
-/* Hidden, not static: on x86-64, src/tls.rs reads its address inline
+/* Hidden, not static: on x86-64, src/sync/tls.rs reads its address inline
  * (thread pointer + the GOTTPOFF offset) instead of calling the function
  * below, which other architectures use. */
 __attribute__((visibility("hidden"), tls_model("initial-exec")))

@@ -3,7 +3,7 @@
 //! themselves (see "The Rust API" below, and `examples/melior-client`).
 //!
 //! The layers, lowest first: each folder imports only from itself and the
-//! layers declared before it below (`scripts/check-layers.py`, run by
+//! layers declared before it below (`scripts/check/layers.py`, run by
 //! `make check-layers` and `make test`, checks that order, read from the
 //! `mod` lines of this file, and that no module is in an import cycle).
 //!
@@ -51,7 +51,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-// The layer order, lowest first (scripts/check-layers.py reads it here).
+// The layer order, lowest first (scripts/check/layers.py reads it here).
 pub(crate) mod sync;
 pub(crate) mod base;
 pub(crate) mod probe;

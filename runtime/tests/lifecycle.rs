@@ -28,7 +28,7 @@ const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
 /// `make test` runs the default, 1).
 const SCALE_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCALE";
 
-/// Sets the rounds of every scenario outright (`scripts/lifecycle-repeat.sh`
+/// Sets the rounds of every scenario outright (`scripts/check/lifecycle_repeat.sh`
 /// runs many short children).
 const ROUNDS_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_ROUNDS";
 
@@ -771,7 +771,7 @@ fn deterministic_schedules_invent_no_deadlock() {
 
 /// The executors the exit paths run under: the multithreaded scheduler,
 /// both deterministic strategies, and schedule fuzzing (`{seed}` becomes
-/// the run's seed). scripts/lifecycle-repeat.sh runs the same four.
+/// the run's seed). scripts/check/lifecycle_repeat.sh runs the same four.
 const EXECUTORS: [(&str, &str); 4] = [
     ("MLIR_ASYNC_RUNTIME_WORKERS", "2"),
     ("MLIR_ASYNC_RUNTIME_SCHEDULE", "random:{seed}"),

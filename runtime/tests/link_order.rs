@@ -40,7 +40,7 @@ fn hot_functions_are_ordered_by_lld_and_the_list_is_current() {
     let comment = tool_output("readelf", &["-p", ".comment", lib.to_str().unwrap()]);
     assert!(
         comment.contains("LLD"),
-        "not linked with lld, so the hot-code ordering is off (install lld-19: scripts/setup.sh)"
+        "not linked with lld, so the hot-code ordering is off (install lld-19: scripts/toolchain/setup.sh)"
     );
     let list = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("link/hot-symbols.txt"),
@@ -56,7 +56,7 @@ fn hot_functions_are_ordered_by_lld_and_the_list_is_current() {
     // past a tenth, the ordering no longer describes this library.
     assert!(
         missing.len() * 10 <= wanted.len(),
-        "{} of {} hot symbols are gone from the library: run scripts/hot-symbols.sh \
+        "{} of {} hot symbols are gone from the library: run scripts/bench/hot_symbols.sh \
          (first missing: {:?})",
         missing.len(),
         wanted.len(),

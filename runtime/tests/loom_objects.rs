@@ -1,6 +1,6 @@
 //! loom models of every object transition that can race, run through the
 //! real C ABI: under `cfg(loom)` the runtime's atomics and thread parking
-//! come from loom (`src/sync.rs`), a task handed to the scheduler runs at
+//! come from loom (`src/sync/mod.rs`), a task handed to the scheduler runs at
 //! once on the calling thread, and a freed object's memory is poisoned so
 //! that any later touch panics (`object::release_memory`).
 //!

@@ -1,7 +1,7 @@
 //! Misuse the ABI cannot report: each case runs in a child process (this
 //! test binary again, selecting the case through an environment variable)
 //! and must abort (SIGABRT) after exactly one line on stderr:
-//! `mlir_async_runtime: <call>: <what>` (src/misuse.rs, README).
+//! `mlir_async_runtime: <call>: <what>` (src/sync/misuse.rs, README).
 
 mod common;
 

@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-from bench import markdown, quartiles, table  # noqa: E402  (scripts/bench.py)
+sys.path.insert(0, str(HERE.parent / "bench"))
+from report import markdown, quartiles, table  # noqa: E402  (scripts/bench/report.py)
 
 sys.path.insert(0, str(HERE))
 

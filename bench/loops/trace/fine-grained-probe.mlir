@@ -1,6 +1,6 @@
 // The fine-grained kernel of bench/loops/fine-grained.mlir (48 rows x 16
 // i64 adds, async-parallel-for{min-task-size=1}) with a probe in every row,
-// for bench/loops/trace_loop.py: row i of sweep s records which thread ran
+// for scripts/bench/trace_loop.py: row i of sweep s records which thread ran
 // it (gettid, from the C library) and in which order the rows started (an
 // atomic counter: memref.atomic_rmw addi). 2,000 sweeps, so the runtime's
 // trace of every task stays far below its 2^20 events.

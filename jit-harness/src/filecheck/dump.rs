@@ -50,6 +50,7 @@ pub struct Diag {
     pub note: String,
 }
 
+#[derive(Clone)]
 struct Annotation {
     diag_index: usize,
     label: String,
@@ -80,6 +81,24 @@ fn marker(match_type: i32) -> (u8, &'static str, bool) {
     }
 }
 
+/// The marker and note of a diagnostic: lead character, note and whether
+/// it selects its line for the dump.
+fn lead_and_note(d: &Diag) -> (u8, String, bool) {
+    let (mut lead, note, filters_as_error) = marker(d.match_type);
+    let mut note = note.to_string();
+    if !d.note.is_empty() {
+        note = d.note.clone();
+        // A note without a range of its own gets no marker.
+        if d.start == d.end {
+            lead = b' ';
+        }
+    }
+    if d.match_type == mt::FOUND_ERROR_NOTE {
+        note = format!("error: {note}");
+    }
+    (lead, note, filters_as_error)
+}
+
 /// FileCheck's BuildInputAnnotations; returns the annotations and the
 /// widest label.
 fn annotations(diags: &[Diag]) -> (Vec<Annotation>, usize) {
@@ -102,50 +121,98 @@ fn annotations(diags: &[Diag]) -> (Vec<Annotation>, usize) {
             *i += 1;
         }
         label_width = label_width.max(label.len());
-        let (mut lead, note, filters_as_error) = marker(d.match_type);
-        let mut note = note.to_string();
-        if !d.note.is_empty() {
-            note = d.note.clone();
-            // A note without a range of its own gets no marker.
-            if d.start == d.end {
-                lead = b' ';
-            }
-        }
-        if d.match_type == mt::FOUND_ERROR_NOTE {
-            note = format!("error: {note}");
-        }
+        let (lead, note, filters_as_error) = lead_and_note(d);
         let (start_line, start_col) = (d.start.0 as usize, d.start.1 as usize);
         let (end_line, end_col) = (d.end.0 as usize, d.end.1 as usize);
-        let a = Annotation {
-            diag_index,
-            label: label.clone(),
-            first_line: true,
-            line: start_line,
-            start_col,
-            end_col: if start_line == end_line { (start_col + 1).max(end_col) } else { usize::MAX },
-            lead,
-            note,
-            filters_as_error,
-        };
-        out.push(a);
+        let end_col_first = if start_line == end_line { (start_col + 1).max(end_col) } else { usize::MAX };
+        let first = Annotation { diag_index, label, first_line: true, line: start_line, start_col, end_col: end_col_first, lead, note, filters_as_error };
+        // A range over several lines: `~` from the start of each further
+        // line, to its end (the last line's: to the range's end).
+        let further = Annotation { first_line: false, start_col: 1, lead: b'~', note: String::new(), ..first.clone() };
+        out.push(first);
         for line in start_line + 1..=end_line {
             if end_col == 1 && line == end_line {
                 break;
             }
-            out.push(Annotation {
-                diag_index,
-                label: label.clone(),
-                first_line: false,
-                line,
-                start_col: 1,
-                end_col: if line != end_line { usize::MAX } else { end_col },
-                lead: b'~',
-                note: String::new(),
-                filters_as_error,
-            });
+            let end_col = if line != end_line { usize::MAX } else { end_col };
+            out.push(Annotation { line, end_col, ..further.clone() });
         }
     }
     (out, label_width)
+}
+
+/// `input`'s line count, a last line without a newline included.
+fn line_count(input: &[u8]) -> usize {
+    let mut n = input.iter().filter(|&&b| b == b'\n').count();
+    if input.last().is_some_and(|&b| b != b'\n') {
+        n += 1;
+    }
+    n
+}
+
+/// Moves the elided lines to `out`: as they are when there are at most 3,
+/// else as three lines of `.`.
+fn flush_elided(out: &mut Vec<u8>, elided: &mut Vec<u8>, width: usize) {
+    if elided.is_empty() {
+        return;
+    }
+    if elided.iter().filter(|&&b| b == b'\n').count() > 3 {
+        for _ in 0..3 {
+            out.extend_from_slice(format!("{:>width$}\n", ".").as_bytes());
+        }
+    } else {
+        out.extend_from_slice(elided);
+    }
+    elided.clear();
+}
+
+/// Writes input line `line` (from `*pos`, which it advances) to `sink`,
+/// its newline shown as a space; returns its width on screen.
+fn write_input_line(sink: &mut Vec<u8>, input: &[u8], pos: &mut usize, line: usize, width: usize) -> usize {
+    let end = input[*pos..].iter().position(|&b| b == b'\n').map_or(input.len(), |i| *pos + i + 1);
+    let raw = &input[*pos..end];
+    *pos = end;
+    let (text, newline) = match raw.strip_suffix(b"\n") {
+        Some(t) => (t, true),
+        None => (raw, false),
+    };
+    let shown = if text.len() > MAX_COLUMNS {
+        cut_line(&String::from_utf8_lossy(text), MAX_COLUMNS).into_bytes()
+    } else {
+        text.to_vec()
+    };
+    sink.extend_from_slice(format!("{line:>width$}: ").as_bytes());
+    sink.extend_from_slice(&shown);
+    if newline {
+        sink.push(b' ');
+    }
+    sink.push(b'\n');
+    shown.len() + newline as usize
+}
+
+/// Writes one annotation line under an input line `line_width` wide.
+fn write_annotation(sink: &mut Vec<u8>, a: &Annotation, width: usize, line_width: usize) {
+    sink.extend_from_slice(format!("{:<width$}  ", a.label).as_bytes());
+    let mut col = 1;
+    while col < a.start_col.min(line_width + 1) {
+        sink.push(b' ');
+        col += 1;
+    }
+    sink.push(a.lead);
+    col += 1;
+    while col < a.end_col && col <= line_width {
+        sink.push(b'~');
+        col += 1;
+    }
+    if !a.note.is_empty() {
+        while col <= line_width {
+            sink.push(b' ');
+            col += 1;
+        }
+        sink.push(b' ');
+        sink.extend_from_slice(a.note.as_bytes());
+    }
+    sink.push(b'\n');
 }
 
 /// The dump of `input` (the canonical input FileCheck matched), from
@@ -153,30 +220,10 @@ fn annotations(diags: &[Diag]) -> (Vec<Annotation>, usize) {
 pub fn render(input: &[u8], diags: &[Diag]) -> String {
     let (mut annotations, label_width) = annotations(diags);
     annotations.sort_by_key(|a| (a.line, a.diag_index));
-
-    let mut line_count = input.iter().filter(|&&b| b == b'\n').count();
-    if input.last().is_some_and(|&b| b != b'\n') {
-        line_count += 1;
-    }
-    let width = label_width.max(line_count.max(1).to_string().len()) + 3;
-
+    let width = label_width.max(line_count(input).max(1).to_string().len()) + 3;
     let mut out = Vec::<u8>::new();
     out.extend_from_slice(b"Input was:\n<<<<<<\n");
     let mut elided = Vec::<u8>::new();
-    let flush_elided = |out: &mut Vec<u8>, elided: &mut Vec<u8>| {
-        if elided.is_empty() {
-            return;
-        }
-        if elided.iter().filter(|&&b| b == b'\n').count() > 3 {
-            for _ in 0..3 {
-                out.extend_from_slice(format!("{:>width$}\n", ".").as_bytes());
-            }
-        } else {
-            out.extend_from_slice(elided);
-        }
-        elided.clear();
-    };
-
     let mut pos = 0; // into input
     let mut next_annotation = 0; // into annotations
     let mut prev_in_filter = 0usize; // 0: none so far
@@ -195,59 +242,17 @@ pub fn render(input: &[u8], diags: &[Diag]) -> String {
         let elide = (prev_in_filter == 0 || prev_in_filter + CONTEXT < line)
             && (next_in_filter == usize::MAX || line + CONTEXT < next_in_filter);
         if !elide {
-            flush_elided(&mut out, &mut elided);
+            flush_elided(&mut out, &mut elided, width);
         }
         let sink = if elide { &mut elided } else { &mut out };
-
-        // The input line, its newline shown as a space.
-        let end = input[pos..].iter().position(|&b| b == b'\n').map_or(input.len(), |i| pos + i + 1);
-        let raw = &input[pos..end];
-        pos = end;
-        let (text, newline) = match raw.strip_suffix(b"\n") {
-            Some(t) => (t, true),
-            None => (raw, false),
-        };
-        let shown = if text.len() > MAX_COLUMNS {
-            cut_line(&String::from_utf8_lossy(text), MAX_COLUMNS).into_bytes()
-        } else {
-            text.to_vec()
-        };
-        sink.extend_from_slice(format!("{line:>width$}: ").as_bytes());
-        sink.extend_from_slice(&shown);
-        if newline {
-            sink.push(b' ');
-        }
-        sink.push(b'\n');
-        let line_width = shown.len() + newline as usize;
-
+        let line_width = write_input_line(sink, input, &mut pos, line, width);
         while next_annotation < annotations.len() && annotations[next_annotation].line == line {
-            let a = &annotations[next_annotation];
-            sink.extend_from_slice(format!("{:<width$}  ", a.label).as_bytes());
-            let mut col = 1;
-            while col < a.start_col.min(line_width + 1) {
-                sink.push(b' ');
-                col += 1;
-            }
-            sink.push(a.lead);
-            col += 1;
-            while col < a.end_col && col <= line_width {
-                sink.push(b'~');
-                col += 1;
-            }
-            if !a.note.is_empty() {
-                while col <= line_width {
-                    sink.push(b' ');
-                    col += 1;
-                }
-                sink.push(b' ');
-                sink.extend_from_slice(a.note.as_bytes());
-            }
-            sink.push(b'\n');
+            write_annotation(sink, &annotations[next_annotation], width, line_width);
             next_annotation += 1;
         }
         line += 1;
     }
-    flush_elided(&mut out, &mut elided);
+    flush_elided(&mut out, &mut elided, width);
     out.extend_from_slice(b">>>>>>\n");
     String::from_utf8_lossy(&out).into_owned()
 }

@@ -20,7 +20,7 @@ impl std::fmt::Display for LlvmPrefix {
 
 /// The default pipeline of the harness for the toolchain under test.
 pub fn default_pipeline() -> String {
-    jit_harness::lower::default_pipeline(&jit_harness::toolchain::llvm_prefix().join("bin")).unwrap()
+    jit_harness::pipeline::default_pipeline(&jit_harness::toolchain::llvm_prefix().join("bin")).unwrap()
 }
 
 pub fn harness() -> PathBuf {
@@ -40,7 +40,7 @@ pub fn our_runtime() -> PathBuf {
 
 pub fn cxx_runtime() -> PathBuf {
     let p = jit_harness::toolchain::llvm_prefix().join("lib/libmlir_async_runtime.so");
-    assert!(p.is_file(), "{} is missing (scripts/setup.sh installs it)", p.display());
+    assert!(p.is_file(), "{} is missing (scripts/toolchain/setup.sh installs it)", p.display());
     p
 }
 

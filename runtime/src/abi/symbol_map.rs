@@ -415,7 +415,7 @@ fn module_of(address: *const c_void) -> Option<Module> {
 /// already present (overwritten, as `map[key] = value`), and a bucket left
 /// as a tombstone; every key is then found by LLVM's `FindKey`, and the
 /// map is destroyed as `~StringMap` does (entries through
-/// `deallocate_buffer`). LLVM 19 is always there (scripts/setup.sh); the
+/// `deallocate_buffer`). LLVM 19 is always there (scripts/toolchain/setup.sh); the
 /// other versions are tested when `make compat` has unpacked them.
 #[cfg(all(test, not(loom)))]
 mod tests {

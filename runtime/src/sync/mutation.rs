@@ -1,6 +1,6 @@
 //! Test-only switches that bring back the C++ runtime's historic bugs, and
 //! take out a re-check that the wait paths rest on, one cargo feature each
-//! (docs/reliability.md, scripts/mutations.sh). The rest
+//! (docs/reliability.md, scripts/check/mutations.sh). The rest
 //! of the runtime reads these constants and nothing else, so every switch
 //! is visible from this one file. Never enable them in a build anyone uses.
 

@@ -17,7 +17,7 @@
 //! Every execution must: return from destroy (no hang), close the executor
 //! with no task in flight, and run every task the executor accepted,
 //! exactly once. Mutation 5 (`mutation-deterministic-idle-no-recheck`,
-//! scripts/mutations.sh) removes the re-check in `wait_idle_then`, and
+//! scripts/check/mutations.sh) removes the re-check in `wait_idle_then`, and
 //! each program below then fails in the executions where another program
 //! thread's `Execute` comes between idleness and the destroyer's turn.
 

@@ -19,15 +19,20 @@
 //!   unboundedly many threads, nor grow the stack; threads are capped
 //!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
 
+mod blocked;
 pub(super) mod deques;
 pub(super) mod drainers;
+mod idle;
 pub(crate) mod spares;
 pub(crate) mod wait;
+
+pub(super) use blocked::Blocked;
+use idle::IdleSignal;
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Worker};
 
@@ -40,9 +45,7 @@ use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
-use crate::sync::mutation;
 use crate::sync::process::{lock, Mutex};
-use crate::sync::signal;
 use crate::sync::tls;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
@@ -296,8 +299,9 @@ impl Scheduler {
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
-    /// newest, a batch from the queue, or a batch stolen from another
-    /// thread's deque.
+    /// newest, the queue's oldest (one task, never a batch: see below), or
+    /// one stolen from another thread's deque (with a batch of that deque's
+    /// into this one).
     fn next_task(&self) -> Option<(Task, Route)> {
         with_state(|s| {
             if let Some(task) = s.next.take() {
@@ -533,133 +537,6 @@ impl Scheduler {
     /// Runtime threads alive: the pool's and the spares.
     pub(crate) fn threads(&self) -> usize {
         self.config.workers + self.spares.alive()
-    }
-}
-
-/// A runtime thread blocked inside a task, from [`Blocked::begin`] to its
-/// drop: it holds no permit meanwhile, so another drainer takes its place.
-pub(super) struct Blocked<'a> {
-    scheduler: &'a Scheduler,
-    /// This thread found the pool stuck at its last check.
-    stuck_before: bool,
-}
-
-impl<'a> Blocked<'a> {
-    /// Called by a thread about to block: on a runtime thread, hands its
-    /// place over and returns the guard; elsewhere returns `None`.
-    pub(super) fn begin() -> Option<Blocked<'a>> {
-        let scheduler = current()?;
-        scheduler.release_local_tasks();
-        let holds_permit = with_state(|s| s.holds_permit.replace(false));
-        let after = scheduler.drainers.block(holds_permit);
-        scheduler.after_leave(after);
-        Some(Blocked { scheduler, stuck_before: false })
-    }
-
-    /// Called every [`STUCK_CHECK_INTERVAL`] while blocked: if every
-    /// runtime thread is blocked, tasks wait in the queue and the cap kept
-    /// a spare from starting, twice in a row, says so once on stderr.
-    pub(super) fn check_stuck(&mut self) {
-        let s = self.scheduler;
-        let snapshot = s.drainers.snapshot();
-        // Read from the spares, not kept in a flag: a flag set by the
-        // thread whose start failed could be cleared afterwards by the
-        // thread that had started the last spare, and the stuck pool went
-        // unreported (seen once in CI).
-        let stuck = s.spares.at_cap()
-            && snapshot.blocked() >= snapshot.drainers()
-            && !s.queue.is_empty();
-        if stuck && self.stuck_before && !s.stuck_reported.swap(true, Ordering::Relaxed) {
-            warn(&format!(
-                "all {} runtime threads are blocked in an await while {} task(s) wait in the queue; \
-                 the thread cap is {} (MLIR_ASYNC_RUNTIME_MAX_THREADS): raise it if the program needs \
-                 more tasks blocked at once",
-                s.threads(),
-                s.queue.len(),
-                s.config.max_threads
-            ));
-        }
-        self.stuck_before = stuck;
-    }
-}
-
-impl Drop for Blocked<'_> {
-    fn drop(&mut self) {
-        let _ = self.scheduler.drainers.unblock();
-    }
-}
-
-/// Threads waiting for a scheduler to become idle, and their wake-up.
-struct IdleSignal {
-    waiters: AtomicUsize,
-    lock: signal::Mutex<()>,
-    cv: signal::Condvar,
-}
-
-impl IdleSignal {
-    fn new() -> IdleSignal {
-        IdleSignal { waiters: AtomicUsize::new(0), lock: signal::Mutex::new(()), cv: signal::Condvar::new() }
-    }
-
-    /// The spin of a thread that waits for idleness. Fewer rounds in a loom
-    /// model, where every yield is a branch to explore.
-    fn backoff() -> Backoff {
-        if cfg!(loom) {
-            Backoff::new(1, 2)
-        } else {
-            Backoff::new(64, 32)
-        }
-    }
-
-    /// True while a thread waits for idleness: idle drainers then leave.
-    fn has_waiters(&self) -> bool {
-        // Relaxed: a hint only. A stale read costs a drainer one more
-        // snooze round (or its whole idle wait, as before); whether a
-        // waiter hears of idleness rests on the SeqCst pair of `wait`'s
-        // increment and `notify`'s load.
-        self.waiters.load(Ordering::Relaxed) > 0
-    }
-
-    /// Wakes the waiters, if any (called when the last drainer left).
-    fn notify(&self) {
-        // SeqCst, as the waiter's increment: either the waiter's check of
-        // `is_idle` sees the drainer gone, or we see the waiter here.
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _guard = signal::lock(&self.lock);
-            self.cv.notify_all();
-        }
-    }
-
-    fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        // Drainers without a task leave as soon as they see a waiter
-        // (`run_drainer`): that takes a moment, not a sleep and a wake.
-        let mut backoff = IdleSignal::backoff();
-        while !is_idle() && backoff.snooze() {}
-        let mut guard = signal::lock(&self.lock);
-        // The re-check under the lock: a drainer that left after the spin's
-        // last look notified before this thread waits, and only the lock
-        // orders the two (`notify` takes it). Mutation 4 skips it once.
-        let mut recheck = !mutation::IDLE_NO_RECHECK;
-        let idle = loop {
-            if recheck && is_idle() {
-                break true;
-            }
-            recheck = true;
-            // A bounded wait: a safety net, not part of the protocol.
-            let mut wait = Duration::from_millis(100);
-            if let Some(deadline) = deadline {
-                match deadline.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => wait = wait.min(left),
-                    _ => break false,
-                }
-            }
-            guard = self.cv.wait_timeout(guard, wait).unwrap_or_else(|e| e.into_inner()).0;
-        };
-        drop(guard);
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        idle
     }
 }
 

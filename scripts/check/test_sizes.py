@@ -1,0 +1,58 @@
+"""Tests of sizes.py on a small repository made for each test:
+    python3 -m unittest discover -s scripts/check -p 'test_*.py'
+"""
+import contextlib
+import io
+import os
+import subprocess
+import tempfile
+import unittest
+
+import sizes
+
+
+def fn(name, body_lines):
+    return 'pub fn %s() {\n%s}\n' % (name, '    let x = 1;\n' * body_lines)
+
+
+class SizesTest(unittest.TestCase):
+    def check(self, files, **limits):
+        root = tempfile.mkdtemp()
+        for path, text in files.items():
+            full = os.path.join(root, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, 'w') as f:
+                f.write(text)
+        subprocess.run(['git', 'init', '-q', root], check=True)
+        subprocess.run(['git', 'add', '-A'], cwd=root, check=True)
+        out = io.StringIO()
+        args = ['--root', root] + ['--%s=%d' % (k.replace('_', '-'), v) for k, v in limits.items()]
+        with contextlib.redirect_stdout(out):
+            rc = sizes.main(args)
+        return rc, out.getvalue()
+
+    def test_a_long_function_of_the_harness_fails_and_elsewhere_passes(self):
+        rc, out = self.check({'jit-harness/src/a.rs': fn('short', 58) + fn('long', 59),
+                              'runtime/src/b.rs': fn('long', 100)})
+        self.assertEqual(rc, 1)
+        self.assertIn('jit-harness/src/a.rs:61: fn long is 61 lines (at most 60)', out)
+        self.assertNotIn('short', out)
+        self.assertNotIn('runtime', out)
+
+    def test_a_long_file_fails_unless_it_is_a_test(self):
+        long = '# x\n' * 601
+        rc, out = self.check({'scripts/x.py': long, 'scripts/test_x.py': long, 'runtime/tests/t.rs': long,
+                              'runtime/src/m.rs': 'fn a() {}\n' * 10 + '#[cfg(test)]\nmod tests {\n' + long + '}\n'})
+        self.assertEqual(rc, 1)
+        self.assertIn('scripts/x.py: 601 lines (at most 600)', out)
+        self.assertNotIn('test_x.py', out)
+        self.assertNotIn('t.rs', out)
+        self.assertNotIn('m.rs', out)
+
+    def test_declarations_and_strings_do_not_confuse_the_braces(self):
+        text = 'extern "C" {\n    fn decl(x: i32);\n}\nfn f() {\n    let s = "}}}";\n    let c = \'{\';\n}\n' + fn('g', 3)
+        self.assertEqual(sizes.functions(text.splitlines()), [('f', 4, 4), ('g', 8, 5)])
+
+
+if __name__ == '__main__':
+    unittest.main()
