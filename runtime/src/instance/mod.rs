@@ -239,7 +239,7 @@ fn retry_on_next_instance<S, R>(mut state: S, mut attempt: impl FnMut(S) -> Resu
 /// completion (a continuation): on a runtime thread, in that thread's
 /// next-task slot (run when the current task returns); elsewhere on the
 /// instance the thread entered.
-#[inline]
+#[inline(always)]
 pub(crate) fn make_ready(task: Task) {
     if cfg!(loom) {
         // The loom models check the objects' state machines, not the pool:
