@@ -78,13 +78,11 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 # at idleness without looking again: a task that another program thread
 # queued in between is abandoned (issue 27). The exhaustive hand-off tests
 # enumerate every choice of the executor's strategy and find the closing
-# with a task in flight, every run; the exit-path test's child, a sampled
-# end-to-end check, counts the task lost.
+# with a task in flight, every run. (The exit-path lifecycle test that
+# counts tasks lost is a sampled check: with this mutation it passed in a
+# clean-clone CI run, so it is not a row here; a row must catch every time.)
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
-run 5-deterministic-idle-lifecycle mutation-deterministic-idle-no-recheck caught "task(s) lost" -- \
-    "${normal[@]}" --features mutation-deterministic-idle-no-recheck --test lifecycle -- --exact \
-    no_task_is_lost_when_destroy_runs_while_another_thread_queues
 
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
