@@ -3,10 +3,10 @@
 """
 import contextlib
 import io
-import os
 import subprocess
-import tempfile
 import unittest
+
+import git_tree
 
 import doc_paths
 
@@ -25,15 +25,7 @@ TREE = {
 
 class DocPathsTest(unittest.TestCase):
     def repo(self, extra=None):
-        root = tempfile.mkdtemp()
-        for path, text in {**TREE, **(extra or {})}.items():
-            full = os.path.join(root, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, 'w') as f:
-                f.write(text)
-        subprocess.run(['git', 'init', '-q', root], check=True)
-        subprocess.run(['git', 'add', '-A'], cwd=root, check=True)
-        return root
+        return git_tree.make({**TREE, **(extra or {})})
 
     def run_check(self, root):
         out = io.StringIO()

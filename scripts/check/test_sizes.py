@@ -3,10 +3,9 @@
 """
 import contextlib
 import io
-import os
-import subprocess
-import tempfile
 import unittest
+
+import git_tree
 
 import sizes
 
@@ -17,14 +16,7 @@ def fn(name, body_lines):
 
 class SizesTest(unittest.TestCase):
     def check(self, files, **limits):
-        root = tempfile.mkdtemp()
-        for path, text in files.items():
-            full = os.path.join(root, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, 'w') as f:
-                f.write(text)
-        subprocess.run(['git', 'init', '-q', root], check=True)
-        subprocess.run(['git', 'add', '-A'], cwd=root, check=True)
+        root = git_tree.make(files)
         out = io.StringIO()
         args = ['--root', root] + ['--%s=%d' % (k.replace('_', '-'), v) for k, v in limits.items()]
         with contextlib.redirect_stdout(out):
