@@ -23,6 +23,11 @@ pub(crate) struct Slots {
     /// `exit` destroys the calling thread's before it runs the `atexit`
     /// handlers, which must still tell a runtime thread from another.
     pub(crate) draining: Cell<*const ()>,
+    /// The task stack (a fiber) this thread runs on now, null on its own
+    /// stack (`instance/threads/fibers.rs`). Read and written only through
+    /// that module's `#[inline(never)]` accessors: a fiber may switch out on
+    /// one thread and in on another.
+    pub(crate) fiber: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -22,7 +22,9 @@
 mod blocked;
 pub(super) mod deques;
 pub(super) mod drainers;
+mod fibers;
 mod idle;
+pub(crate) mod stacks;
 pub(crate) mod spares;
 pub(crate) mod wait;
 
@@ -40,6 +42,7 @@ use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
 use crate::instance::threads::deques::Deques;
 use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
+use crate::instance::threads::fibers::{FiberContext, LoopEnd};
 use crate::instance::threads::spares::{SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -84,11 +87,14 @@ pub(crate) struct Scheduler {
     max_spinning: usize,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
+    /// Tasks switched out of their thread (on a task stack of their own)
+    /// and not yet resumed: while any is, the scheduler is not idle.
+    switched_out: AtomicUsize,
 }
 
 /// A pointer to a scheduler that crosses into its threads.
 #[derive(Clone, Copy)]
-struct SchedulerRef(*const Scheduler);
+pub(super) struct SchedulerRef(*const Scheduler);
 
 // SAFETY: a scheduler is `Sync`; the pointer stays valid for as long as
 // any of its threads runs (see `Scheduler::join_threads`).
@@ -97,7 +103,7 @@ unsafe impl Send for SchedulerRef {}
 impl SchedulerRef {
     /// # Safety
     /// The scheduler has not been shut down.
-    unsafe fn get<'a>(self) -> &'a Scheduler {
+    pub(super) unsafe fn get<'a>(self) -> &'a Scheduler {
         // SAFETY: per the contract.
         unsafe { &*self.0 }
     }
@@ -239,6 +245,7 @@ impl Scheduler {
             spinning: AtomicUsize::new(0),
             max_spinning: max_spinning(config.workers),
             stuck_reported: AtomicBool::new(false),
+            switched_out: AtomicUsize::new(0),
         })
     }
 
@@ -246,7 +253,7 @@ impl Scheduler {
         self.config
     }
 
-    fn as_ref(&self) -> SchedulerRef {
+    pub(super) fn as_ref(&self) -> SchedulerRef {
         SchedulerRef(self)
     }
 
@@ -296,6 +303,30 @@ impl Scheduler {
             });
             self.start_drainer(self.drainers.after_push());
         }
+    }
+
+    /// Queues a task made ready on any thread: in this thread's slot when
+    /// it drains this scheduler, else in the queue.
+    pub(super) fn make_ready(&self, task: Task) {
+        if self.is_current() {
+            self.push_local(task)
+        } else {
+            self.push(task)
+        }
+    }
+
+    /// A task of this scheduler is about to switch out (called by the
+    /// drainer running it, so the scheduler is not idle meanwhile).
+    pub(super) fn switching_out(&self) {
+        // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
+        // not see the drainer gone before it sees the task switched out.
+        self.switched_out.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A switched-out task was taken up again, by a drainer (which keeps
+    /// the scheduler from being idle from here on).
+    pub(super) fn switched_in(&self) {
+        self.switched_out.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
@@ -410,58 +441,10 @@ impl Scheduler {
             tls::with(|slots| slots.draining.set((self as *const Scheduler).cast()));
             s.holds_permit.set(true);
         });
-        let mut idle = Backoff::new(IDLE_SPINS, IDLE_YIELDS);
-        let mut spinning = false;
-        loop {
-            if let Some((task, route)) = self.next_task() {
-                idle.reset();
-                if spinning {
-                    spinning = false;
-                    // Relaxed, here and below: the count only caps how many
-                    // drainers spin; nothing is published through it, and
-                    // a drainer that leaves because of a stale count is as
-                    // safe as one whose backoff ran out.
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                }
-                fuzz::before_task();
-                observe::run_task(task, route);
-                if with_state(|s| s.holds_permit.get()) {
-                    continue;
-                }
-                // The task blocked and gave its permit away: go on only
-                // with a permit, else hand this thread's tasks over.
-                if self.drainers.try_reacquire() {
-                    with_state(|s| s.holds_permit.set(true));
-                    continue;
-                }
-                self.release_local_tasks();
-                break;
-            }
-            // Somebody waits for this scheduler to go idle (a harness
-            // between two runs, the destroy hook): a drainer without a task
-            // leaves now instead of spinning that wait out.
-            if self.idle.has_waiters() {
-                break;
-            }
-            // Enough drainers look for work already: leave (see
-            // `Scheduler::spinning`). Counted from the first spin round,
-            // not the first yield: a cap on the yielding ones only was
-            // slower than no cap (4 workers on 2 cores, fine-grained loops:
-            // 0.82 s against 0.57 s; this cap 0.34 s).
-            if !spinning {
-                if self.spinning.fetch_add(1, Ordering::Relaxed) >= self.max_spinning {
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                    break;
-                }
-                spinning = true;
-            }
-            if idle.snooze() {
-                continue;
-            }
-            break;
-        }
-        if spinning {
-            self.spinning.fetch_sub(1, Ordering::Relaxed);
+        if self.config.task_stacks {
+            self.drain_on_fibers();
+        } else {
+            self.drain_loop(None);
         }
         let holds_permit = with_state(|s| {
             tls::with(|slots| slots.draining.set(std::ptr::null()));
@@ -478,6 +461,90 @@ impl Scheduler {
         self.after_leave(after);
     }
 
+    /// The drain loop on task stacks: when the task running on one
+    /// switches out, the loop goes on on a fresh one. With no stack to be
+    /// had, on this thread's own (a task that blocks then blocks it).
+    fn drain_on_fibers(&self) {
+        loop {
+            let Some(fiber) = fibers::new_fiber(self) else {
+                self.drain_loop(None);
+                return;
+            };
+            match fibers::drive(fiber) {
+                Some(LoopEnd::Left) => return,
+                Some(LoopEnd::SwitchedOut) => unreachable!("a drainer's own fiber ends only when it leaves"),
+                // Its task switched out: go on with a fresh fiber.
+                None => {}
+            }
+        }
+    }
+
+    /// Takes tasks (see [`Scheduler::next_task`]) and runs them until there
+    /// are none or this thread has no permit left to go on. On a fiber
+    /// (`fiber`), also ends when the task it ran switched out and returned
+    /// (on this thread or on another).
+    fn drain_loop(&self, fiber: Option<&FiberContext>) -> LoopEnd {
+        let mut idle = Backoff::new(IDLE_SPINS, IDLE_YIELDS);
+        let mut spinning = false;
+        let end = loop {
+            if let Some((task, route)) = self.next_task() {
+                idle.reset();
+                if spinning {
+                    spinning = false;
+                    // Relaxed, here and below: the count only caps how many
+                    // drainers spin; nothing is published through it, and
+                    // a drainer that leaves because of a stale count is as
+                    // safe as one whose backoff ran out.
+                    self.spinning.fetch_sub(1, Ordering::Relaxed);
+                }
+                fuzz::before_task();
+                observe::run_task(task, route);
+                if fiber.is_some_and(FiberContext::switched_out) {
+                    // This frame may be on another thread now: it touches
+                    // nothing of the thread's, and the fiber ends.
+                    return LoopEnd::SwitchedOut;
+                }
+                if with_state(|s| s.holds_permit.get()) {
+                    continue;
+                }
+                // The task blocked and gave its permit away: go on only
+                // with a permit, else hand this thread's tasks over.
+                if self.drainers.try_reacquire() {
+                    with_state(|s| s.holds_permit.set(true));
+                    continue;
+                }
+                self.release_local_tasks();
+                break LoopEnd::Left;
+            }
+            // Somebody waits for this scheduler to go idle (a harness
+            // between two runs, the destroy hook): a drainer without a task
+            // leaves now instead of spinning that wait out.
+            if self.idle.has_waiters() {
+                break LoopEnd::Left;
+            }
+            // Enough drainers look for work already: leave (see
+            // `Scheduler::spinning`). Counted from the first spin round,
+            // not the first yield: a cap on the yielding ones only was
+            // slower than no cap (4 workers on 2 cores, fine-grained loops:
+            // 0.82 s against 0.57 s; this cap 0.34 s).
+            if !spinning {
+                if self.spinning.fetch_add(1, Ordering::Relaxed) >= self.max_spinning {
+                    self.spinning.fetch_sub(1, Ordering::Relaxed);
+                    break LoopEnd::Left;
+                }
+                spinning = true;
+            }
+            if idle.snooze() {
+                continue;
+            }
+            break LoopEnd::Left;
+        };
+        if spinning {
+            self.spinning.fetch_sub(1, Ordering::Relaxed);
+        }
+        end
+    }
+
     /// After a drainer left, blocked, or failed to start.
     fn after_leave(&self, after: Snapshot) {
         match self.drainers.after_leave(after, || self.queue.is_empty()) {
@@ -491,14 +558,16 @@ impl Scheduler {
 
     /// True when no task is queued or running.
     pub(super) fn is_idle(&self) -> bool {
-        self.drainers.snapshot().drainers() == 0 && self.queue.is_empty()
+        self.drainers.snapshot().drainers() == 0
+            && self.queue.is_empty()
+            && self.switched_out.load(Ordering::SeqCst) == 0
     }
 
     /// Zero exactly when no task is queued or running; else the shared
     /// queue's length plus the drainers, each counted once whatever it runs,
     /// awaits or holds in its slot and deque (docs/introspection-abi.md).
     pub(crate) fn tasks_in_flight(&self) -> usize {
-        self.queue.len() + self.drainers.snapshot().drainers()
+        self.queue.len() + self.drainers.snapshot().drainers() + self.switched_out.load(Ordering::SeqCst)
     }
 
     /// Blocks until no task is queued or running, or `timeout` passed;
