@@ -88,6 +88,49 @@ fn blocked_chain() {
     __mlir_execution_engine_destroy();
 }
 
+/// `n` tasks each count themselves as started, then block on one gate
+/// token, which the test thread opens only once every task has started:
+/// all `n` are blocked at once. Prints the peak thread count.
+fn all_started_then_opened(n: usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = sample_peak_threads(Arc::clone(&stop));
+    let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+    let started = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..n {
+        // SAFETY: each task owns one reference to the gate.
+        unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
+        let (started, done, tx) = (Arc::clone(&started), Arc::clone(&done), tx.clone());
+        let (h, r) = task(move || unsafe {
+            started.fetch_add(1, Ordering::SeqCst);
+            mlirAsyncRuntimeAwaitToken(gate.get());
+            mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+            if done.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                tx.send(()).unwrap();
+            }
+        });
+        mlirAsyncRuntimeExecute(h, r);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while started.load(Ordering::SeqCst) < n {
+        if std::time::Instant::now() > deadline {
+            eprintln!("scenario: only {} of {n} tasks started", started.load(Ordering::SeqCst));
+            std::process::exit(HUNG);
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: the producer's reference, then ours.
+    unsafe {
+        mlirAsyncRuntimeEmplaceToken(gate.get());
+        mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+    }
+    recv_or_exit(&rx, &format!("the last of {n} gated tasks"), Duration::from_secs(60));
+    __mlir_execution_engine_destroy();
+    stop.store(true, Ordering::Relaxed);
+    println!("peak threads: {}", sampler.join().unwrap());
+}
+
 /// `n` tasks each block on one gate token, opened by the test thread once
 /// all are queued. Prints the peak thread count.
 fn many_blocked_on_a_gate(n: usize) {
@@ -236,6 +279,7 @@ fn scenario_child() {
         "blocked-chain" => blocked_chain(),
         "gate-100k" => many_blocked_on_a_gate(100_000),
         "gate-1000" => many_blocked_on_a_gate(1000),
+        "all-started-10k" => all_started_then_opened(10_000),
         "gate-opened-late" => blocked_on_a_gate(100, Duration::from_millis(3500)),
         "destroy-races-execute" => destroy_races_execute(),
         "destroy-races-continuation" => destroy_races_continuation(),
@@ -249,27 +293,60 @@ fn scenario_child() {
 
 // ---- the tests (parent side) ----------------------------------------------
 
-fn scenario(name: &str, workers: &str, limit: Duration) -> ChildRun {
-    scenario_with_cap(name, workers, "512", limit)
+/// Task stacks on (the default) or off (`MLIR_ASYNC_RUNTIME_TASK_STACKS=0`,
+/// where a blocked task blocks its thread and a spare thread replaces it).
+#[derive(Clone, Copy, Debug)]
+enum Stacks {
+    On,
+    Off,
 }
 
-fn scenario_with_cap(name: &str, workers: &str, max_threads: &str, limit: Duration) -> ChildRun {
+const BOTH: [Stacks; 2] = [Stacks::On, Stacks::Off];
+
+fn scenario(name: &str, workers: &str, limit: Duration) -> ChildRun {
+    scenario_with(name, workers, "512", Stacks::On, limit)
+}
+
+fn scenario_with(name: &str, workers: &str, max_threads: &str, stacks: Stacks, limit: Duration) -> ChildRun {
+    let stacks = match stacks {
+        Stacks::On => "1",
+        Stacks::Off => "0",
+    };
     run_child(
         "scenario_child",
         &[
             (SCENARIO_ENV, name),
             ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
             ("MLIR_ASYNC_RUNTIME_MAX_THREADS", max_threads),
+            ("MLIR_ASYNC_RUNTIME_TASK_STACKS", stacks),
         ],
         limit,
     )
 }
 
+/// Runs the scenario with task stacks on and off; each must succeed.
 fn assert_succeeds(name: &str, workers: &str, limit: Duration) -> ChildRun {
-    let run = scenario(name, workers, limit);
-    assert!(run.succeeded(), "{name} with {workers} worker(s): {}", run.describe());
-    run
+    let mut last = None;
+    for stacks in BOTH {
+        let run = scenario_with(name, workers, "512", stacks, limit);
+        assert!(run.succeeded(), "{name} with {workers} worker(s), stacks {stacks:?}: {}", run.describe());
+        last = Some(run);
+    }
+    last.expect("two runs")
 }
+
+/// The peak thread count a scenario printed.
+fn peak_threads(run: &ChildRun) -> usize {
+    run.stdout
+        .lines()
+        .find_map(|l| l.split("peak threads: ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak thread count: {}", run.describe()))
+}
+
+/// Threads of a scenario's process that are not the runtime's: the test
+/// harness's, the test's and the thread sampler.
+const TEST_THREADS: usize = 3;
 
 #[test]
 fn blocked_chain_completes_with_one_worker() {
@@ -283,15 +360,29 @@ fn blocked_chain_completes_with_two_workers() {
 
 #[test]
 fn hundred_thousand_tasks_blocked_on_a_gate_complete_with_bounded_threads() {
-    let run = assert_succeeds("gate-100k", "2", Duration::from_secs(120));
-    let peak: usize = run
-        .stdout
-        .lines()
-        .find_map(|l| l.split("peak threads: ").nth(1))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak thread count: {}", run.describe()));
-    // The default cap on runtime threads, plus the test's own threads.
-    assert!(peak <= mlir_async_runtime::DEFAULT_MAX_THREADS + 8, "peak threads {peak}");
+    // Threads off: spares up to the default cap, plus the test's own.
+    let run = scenario_with("gate-100k", "2", "512", Stacks::Off, Duration::from_secs(120));
+    assert!(run.succeeded(), "{}", run.describe());
+    let peak = peak_threads(&run);
+    assert!(peak <= mlir_async_runtime::DEFAULT_MAX_THREADS + TEST_THREADS, "peak threads {peak}");
+    // On task stacks: no thread beyond the workers.
+    let run = scenario_with("gate-100k", "2", "512", Stacks::On, Duration::from_secs(120));
+    assert!(run.succeeded(), "{}", run.describe());
+    let peak = peak_threads(&run);
+    assert!(peak <= 2 + 2 + TEST_THREADS, "peak threads {peak}: {}", run.describe());
+}
+
+/// Issue 25's target: 10,000 tasks blocked at once (the gate opens only
+/// when every one has started) complete with 2 workers and at most
+/// workers + 2 threads of the runtime. On threads alone this hung at the
+/// cap (512 threads, the rest never started).
+#[test]
+fn ten_thousand_tasks_blocked_at_once_complete_on_two_workers() {
+    let run = scenario_with("all-started-10k", "2", "512", Stacks::On, Duration::from_secs(120));
+    assert!(run.succeeded(), "{}", run.describe());
+    let peak = peak_threads(&run);
+    assert!(peak <= 2 + 2 + TEST_THREADS, "peak threads {peak}: {}", run.describe());
+    assert!(!run.stderr.contains("mlir_async_runtime:"), "no warning expected: {}", run.describe());
 }
 
 /// At the thread cap, tasks wait in the queue until a blocked thread goes
@@ -300,8 +391,8 @@ fn hundred_thousand_tasks_blocked_on_a_gate_complete_with_bounded_threads() {
 /// cap of one thread, the only worker blocks on the gate at once.
 #[test]
 fn tasks_queued_at_the_thread_cap_wait_for_a_blocked_thread() {
-    for (workers, cap) in [("1", "1"), ("2", "3")] {
-        let run = scenario_with_cap("gate-1000", workers, cap, Duration::from_secs(60));
+    for ((workers, cap), stacks) in [("1", "1"), ("2", "3")].into_iter().flat_map(|c| BOTH.map(|s| (c, s))) {
+        let run = scenario_with("gate-1000", workers, cap, stacks, Duration::from_secs(60));
         assert!(run.succeeded(), "{workers} worker(s), cap {cap}: {}", run.describe());
         assert!(!run.stderr.contains("mlir_async_runtime:"), "no warning expected: {}", run.describe());
     }
@@ -309,10 +400,11 @@ fn tasks_queued_at_the_thread_cap_wait_for_a_blocked_thread() {
 
 /// Every thread blocked at the cap with tasks queued, for seconds: one
 /// line says so, naming the cap and its variable; the program still ends
-/// when the gate opens.
+/// when the gate opens. (Threads that block: task stacks off. On task
+/// stacks, the same program blocks no thread: next test.)
 #[test]
 fn every_thread_blocked_at_the_cap_is_reported_once() {
-    let run = scenario_with_cap("gate-opened-late", "1", "2", Duration::from_secs(60));
+    let run = scenario_with("gate-opened-late", "1", "2", Stacks::Off, Duration::from_secs(60));
     assert!(run.succeeded(), "{}", run.describe());
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("mlir_async_runtime:")).collect();
     assert_eq!(lines.len(), 1, "{}", run.describe());
@@ -321,6 +413,13 @@ fn every_thread_blocked_at_the_cap_is_reported_once() {
         "{}",
         lines[0]
     );
+}
+
+#[test]
+fn on_task_stacks_tasks_blocked_for_seconds_block_no_thread() {
+    let run = scenario_with("gate-opened-late", "1", "2", Stacks::On, Duration::from_secs(60));
+    assert!(run.succeeded(), "{}", run.describe());
+    assert!(!run.stderr.contains("mlir_async_runtime:"), "no warning expected: {}", run.describe());
 }
 
 #[test]
