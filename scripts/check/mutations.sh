@@ -84,6 +84,13 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
 
+# (6) the accessors of the thread-locals read after a task switched back
+# in are inlined: the frame that switched keeps the addresses it computed
+# on the thread it left (llvm-project#98479), and the migration check finds
+# every migrated task's thread-locals stale.
+run baseline-migration "" pass "" -- "${normal[@]}" --test migration
+run 6-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
+    "${normal[@]}" --features mutation-tls-inline --test migration
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

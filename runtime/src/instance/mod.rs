@@ -155,6 +155,15 @@ thread_local! {
     static CACHED: RefCell<Option<Arc<Instance>>> = const { RefCell::new(None) };
 }
 
+/// The address of this thread's cached instance (the migration check,
+/// `threads/migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 6).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(super) fn cached_instance_address() -> usize {
+    CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0)
+}
+
 /// The current instance, started if there is none.
 fn current_instance() -> Arc<Instance> {
     CURRENT.with(|slot| Arc::clone(slot.get_or_insert_with(Instance::start)))

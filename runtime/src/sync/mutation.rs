@@ -24,6 +24,14 @@ pub(crate) const TOUCH_AFTER_FREE: bool = cfg!(feature = "mutation-touch-after-f
 /// the wait's 100 ms safety net hides it; a loom model has no timeout).
 pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-recheck");
 
+/// (6) The accessors of the thread-locals that the runtime reads after a
+/// task switched back in (possibly on another thread) are inlined, so LLVM
+/// may keep the address it computed before the switch (llvm-project#98479):
+/// the migration check (`instance/threads/migration.rs`) finds them
+/// stale. The feature acts through `cfg_attr` on those accessors.
+#[allow(dead_code)]
+pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
+
 /// (5) The deterministic executor's destroy closes as soon as the turn
 /// comes back to it at idleness, without looking again whether another
 /// program thread queued a task meanwhile (that task is abandoned:

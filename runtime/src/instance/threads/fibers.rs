@@ -32,7 +32,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::base::task::{Origin, Task};
-use crate::instance::threads::{stacks, Scheduler, SchedulerRef};
+use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::observe;
 use crate::sync::misuse::abort_misuse;
@@ -232,8 +232,19 @@ pub(super) fn switch_out_until(context: &FiberContext, scheduler: &Scheduler, co
     scheduler.switching_out();
     context.switched_out.set(true);
     observe::task_switched_out();
-    suspend(context, &node);
-    after_switch_in(context, observed, left);
+    if migration::enabled() {
+        // The same switch, with the thread-locals read in this activation
+        // before and after it (one branch, so that a compiler may keep the
+        // first reading's addresses for the second if the accessors were
+        // inlined: what the check must catch).
+        let before = migration::read();
+        suspend(context, &node);
+        after_switch_in(context, observed, left);
+        migration::check(before, migration::read());
+    } else {
+        suspend(context, &node);
+        after_switch_in(context, observed, left);
+    }
     completion.state().expect("resumed before completion")
 }
 

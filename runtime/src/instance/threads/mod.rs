@@ -24,6 +24,7 @@ pub(super) mod deques;
 pub(super) mod drainers;
 mod fibers;
 mod idle;
+pub(crate) mod migration;
 pub(crate) mod stacks;
 pub(crate) mod spares;
 pub(crate) mod wait;
@@ -170,6 +171,15 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
             f(s)
         }),
     }
+}
+
+/// The address of this thread's scheduler state, its worker identity (the
+/// migration check, `migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 6).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+fn worker_address() -> usize {
+    STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0)
 }
 
 /// The scheduler whose task runs on this thread, if any.
