@@ -91,6 +91,14 @@ run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caugh
 run baseline-migration "" pass "" -- "${normal[@]}" --test migration
 run 6-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
     "${normal[@]}" --features mutation-tls-inline --test migration
+# (7) the drainer parks a switched-out task's fiber without checking that
+# the object completed meanwhile: loom finds the task never resumed.
+# (8) the hand-off's acquire/release orderings relaxed: loom finds the
+# resuming thread's read of the parked fiber unordered with its write.
+run 7-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
+    "${loom[@]}" --features mutation-handoff-no-check --lib -- instance::threads::loom_handoff::
+run 8-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
+    "${loom[@]}" --features mutation-handoff-relaxed --lib -- instance::threads::loom_handoff::
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -239,3 +239,26 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// `UnsafeCell` with loom's access API (`with`, `with_mut`): std's, or
+/// loom's, which checks in a model that accesses are ordered.
+pub(crate) mod cell {
+    #[cfg(loom)]
+    pub(crate) use loom::cell::UnsafeCell;
+
+    #[cfg(not(loom))]
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    #[cfg(not(loom))]
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}

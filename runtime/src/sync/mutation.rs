@@ -32,6 +32,18 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 #[allow(dead_code)]
 pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
 
+/// (7) The drainer parks a switched-out task's fiber without checking
+/// whether the object completed meanwhile (a plain store instead of the
+/// compare-and-swap of `instance/threads/handoff.rs`): a completion that
+/// came while the task was switching out is lost, and the task is never
+/// resumed.
+pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-check");
+
+/// (8) The hand-off's state changes are `Relaxed` instead of acquire and
+/// release: the thread that resumes a parked fiber may not see the
+/// drainer's write of it (loom reports the slot's accesses as unordered).
+pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");
+
 /// (5) The deterministic executor's destroy closes as soon as the turn
 /// comes back to it at idleness, without looking again whether another
 /// program thread queued a task meanwhile (that task is abandoned:

@@ -25,7 +25,7 @@
 //! `#[inline(never)]` (README.md, "Thread-locals"; the migration test in
 //! `runtime/tests/migration.rs` fails when they are inlined).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 
 use corosensei::stack::DefaultStack;
@@ -35,9 +35,8 @@ use crate::base::task::{Origin, Task};
 use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::observe;
-use crate::sync::misuse::abort_misuse;
+use crate::instance::threads::handoff::Handoff;
 use crate::sync::tls;
-use crate::sync::{AtomicU8, Ordering};
 
 /// How a drain loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,21 +126,13 @@ fn current_raw() -> *const FiberContext {
     tls::with(|slots| slots.fiber.get()).cast()
 }
 
-/// The node's states (the hand-off, README.md).
-const SWITCHING: u8 = 0;
-const PARKED: u8 = 1;
-const FIRED: u8 = 2;
-
 /// A task switched out of its fiber until an object completes: a waiter
 /// node on the fiber's own stack (in [`switch_out_until`]'s frame).
 #[repr(C)]
 pub(super) struct SwitchedOut {
     waiter: Waiter,
-    /// [`SWITCHING`] until the drainer parks the fiber, [`PARKED`] then;
-    /// [`FIRED`] once the object completed.
-    state: AtomicU8,
     /// The fiber, from its parking until the task resuming it takes it.
-    fiber: UnsafeCell<Option<Fiber>>,
+    handoff: Handoff<Fiber>,
     scheduler: SchedulerRef,
 }
 
@@ -156,18 +147,9 @@ impl SwitchedOut {
     /// # Safety
     /// `node` is the node `fiber` yielded, and `fiber` is suspended.
     unsafe fn park(node: *const SwitchedOut, fiber: Fiber) -> Result<(), Fiber> {
-        // SAFETY: the node lives on the suspended fiber's stack.
-        let node = unsafe { &*node };
-        // SAFETY: nobody else touches the slot before the state is PARKED.
-        unsafe { *node.fiber.get() = Some(fiber) };
-        // AcqRel: Release publishes the fiber stored above to the thread
-        // that fires the node (its swap is Acquire); Acquire, on failure,
-        // pairs with the Release of that swap (the completion's view).
-        match node.state.compare_exchange(SWITCHING, PARKED, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => Ok(()),
-            // SAFETY: fired before it was parked: the fiber is still ours.
-            Err(_) => Err(unsafe { (*node.fiber.get()).take() }.expect("the fiber stored above")),
-        }
+        // SAFETY: the node lives on the suspended fiber's stack; this is
+        // the one parking side.
+        unsafe { (*node).handoff.park(fiber) }
     }
 
     /// The completion's half: makes the parked fiber's task ready, or, if
@@ -178,13 +160,10 @@ impl SwitchedOut {
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
         let node = node.cast::<SwitchedOut>();
         // SAFETY: the node lives until its fiber is resumed, which needs
-        // this function's swap first; read before the swap.
+        // `fire` below first; read before it.
         let scheduler = unsafe { (*node).scheduler };
-        // AcqRel: Acquire pairs with the drainer's Release in `park` (the
-        // fiber is in the node); Release publishes the object's final state
-        // to the fiber, which reads it after it is resumed.
-        // SAFETY: as above; the node is not touched after the swap.
-        if unsafe { &(*node).state }.swap(FIRED, Ordering::AcqRel) == PARKED {
+        // SAFETY: as above; the node is not touched after `fire`.
+        if unsafe { &(*node).handoff }.fire() {
             let task = Task::new(node.cast(), Some(resume_switched_out), Origin::Resume, "resume");
             // SAFETY: the scheduler lives while a task is switched out.
             unsafe { scheduler.get() }.make_ready(task);
@@ -201,8 +180,7 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
     // SAFETY: parked and fired: the fiber is in the node (the swap in
     // `fire` acquired it, the queue carried that here), and the node lives
     // on the fiber's stack until the fiber runs again, below.
-    let (fiber, scheduler) = unsafe { ((*(*node).fiber.get()).take(), (*node).scheduler) };
-    let fiber = fiber.unwrap_or_else(|| abort_misuse("resume", "a switched-out task was resumed twice"));
+    let (fiber, scheduler) = unsafe { ((*node).handoff.take(), (*node).scheduler) };
     // SAFETY: the scheduler lives while a task is switched out; this
     // drainer keeps it from being idle from here on.
     unsafe { scheduler.get() }.switched_in();
@@ -217,8 +195,7 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
 pub(super) fn switch_out_until(context: &FiberContext, scheduler: &Scheduler, completion: &Completion) -> Outcome {
     let node = SwitchedOut {
         waiter: Waiter::new(SwitchedOut::fire),
-        state: AtomicU8::new(SWITCHING),
-        fiber: UnsafeCell::new(None),
+        handoff: Handoff::new(),
         scheduler: scheduler.as_ref(),
     };
     let node_ptr = &node as *const SwitchedOut as *mut Waiter;

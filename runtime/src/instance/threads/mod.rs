@@ -23,7 +23,10 @@ mod blocked;
 pub(super) mod deques;
 pub(super) mod drainers;
 mod fibers;
+mod handoff;
 mod idle;
+#[cfg(all(test, loom))]
+mod loom_handoff;
 pub(crate) mod migration;
 pub(crate) mod stacks;
 pub(crate) mod spares;
