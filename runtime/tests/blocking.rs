@@ -169,6 +169,25 @@ fn blocked_on_a_gate(n: usize, open_after: Duration) {
     println!("peak threads: {}", sampler.join().unwrap());
 }
 
+/// Recurses with a page of stack per frame until the stack runs out.
+#[inline(never)]
+fn recurse(depth: usize) -> usize {
+    let frame = std::hint::black_box([depth as u8; 4096]);
+    if depth == usize::MAX {
+        return 0;
+    }
+    recurse(depth + 1) + frame[depth % 4096] as usize
+}
+
+/// A task that overflows its stack.
+fn task_overflows_its_stack() {
+    let (h, r) = task(|| {
+        std::hint::black_box(recurse(0));
+    });
+    mlirAsyncRuntimeExecute(h, r);
+    thread::sleep(Duration::from_secs(30));
+}
+
 /// Starts a task that runs for `ms` milliseconds.
 fn start_slow_task(ms: u64) {
     let (h, r) = task(move || thread::sleep(Duration::from_millis(ms)));
@@ -280,6 +299,7 @@ fn scenario_child() {
         "gate-100k" => many_blocked_on_a_gate(100_000),
         "gate-1000" => many_blocked_on_a_gate(1000),
         "all-started-10k" => all_started_then_opened(10_000),
+        "overflow" => task_overflows_its_stack(),
         "gate-opened-late" => blocked_on_a_gate(100, Duration::from_millis(3500)),
         "destroy-races-execute" => destroy_races_execute(),
         "destroy-races-continuation" => destroy_races_continuation(),
@@ -412,6 +432,29 @@ fn every_thread_blocked_at_the_cap_is_reported_once() {
         lines[0].contains("all 2 runtime threads are blocked") && lines[0].contains("MLIR_ASYNC_RUNTIME_MAX_THREADS"),
         "{}",
         lines[0]
+    );
+}
+
+/// A task that overflows its task stack dies with one line naming the knob
+/// that sets the size, not with a bare SIGSEGV.
+#[test]
+fn a_task_that_overflows_its_stack_says_which_knob_sets_the_size() {
+    let run = run_child(
+        "scenario_child",
+        &[
+            (SCENARIO_ENV, "overflow"),
+            ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
+            ("MLIR_ASYNC_RUNTIME_TASK_STACK_SIZE", "262144"),
+        ],
+        Duration::from_secs(60),
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(run.status.and_then(|s| s.signal()), Some(libc::SIGABRT), "{}", run.describe());
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("mlir_async_runtime:")).collect();
+    assert_eq!(lines.len(), 1, "{}", run.describe());
+    assert_eq!(
+        lines[0],
+        "mlir_async_runtime: a task overflowed its stack of 262144 bytes; raise MLIR_ASYNC_RUNTIME_TASK_STACK_SIZE (bytes)"
     );
 }
 

@@ -28,7 +28,7 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::base::task::{Origin, Task};
@@ -56,6 +56,10 @@ pub(super) type Fiber = Coroutine<(), *const SwitchedOut, LoopEnd, DefaultStack>
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
 pub(super) struct FiberContext {
     yielder: *const Yielder<(), *const SwitchedOut>,
+    /// The lowest address of the fiber's stack (its guard page), and the
+    /// stack's usable size: what the overflow handler reads.
+    limit: usize,
+    size: usize,
     /// The task running on this fiber switched out: the fiber's drain loop
     /// ends when that task returns.
     switched_out: Cell<bool>,
@@ -77,6 +81,15 @@ pub(super) fn current() -> Option<&'static FiberContext> {
     (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
+/// The stack of the fiber this thread runs on now: its lowest address (the
+/// guard page's) and its usable size. Async-signal-safe (one load of an
+/// initial-exec thread-local, and of the context on the fiber's stack).
+pub(super) fn current_stack_bounds() -> Option<(usize, usize)> {
+    let ptr = tls::with(|slots| slots.fiber.get()).cast::<FiberContext>();
+    // SAFETY: as in `current`.
+    (!ptr.is_null()).then(|| unsafe { ((*ptr).limit, (*ptr).size) })
+}
+
 #[inline(never)]
 fn set_current(context: *const FiberContext) {
     tls::with(|slots| slots.fiber.set(context.cast()));
@@ -85,10 +98,12 @@ fn set_current(context: *const FiberContext) {
 /// A fiber running `scheduler`'s drain loop on a stack of the pool; `None`
 /// when no stack can be had.
 pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
-    let stack = stacks::take(scheduler.config().task_stack_size)?;
+    let size = scheduler.config().task_stack_size;
+    let stack = stacks::take(size)?;
+    let limit = stack.limit().get();
     let scheduler = scheduler.as_ref();
     Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), *const SwitchedOut>, ()| {
-        let context = FiberContext { yielder, switched_out: Cell::new(false) };
+        let context = FiberContext { yielder, limit, size, switched_out: Cell::new(false) };
         set_current(&context);
         // SAFETY: the scheduler outlives its drainers' fibers: a fiber
         // lives while its drainer runs, or while its task is switched out,

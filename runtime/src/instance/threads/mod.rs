@@ -25,6 +25,7 @@ pub(super) mod drainers;
 mod fibers;
 mod handoff;
 mod idle;
+mod overflow;
 #[cfg(all(test, loom))]
 mod loom_handoff;
 pub(crate) mod migration;
@@ -478,6 +479,7 @@ impl Scheduler {
     /// switches out, the loop goes on on a fresh one. With no stack to be
     /// had, on this thread's own (a task that blocks then blocks it).
     fn drain_on_fibers(&self) {
+        overflow::prepare_thread();
         loop {
             let Some(fiber) = fibers::new_fiber(self) else {
                 self.drain_loop(None);
