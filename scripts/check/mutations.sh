@@ -72,7 +72,7 @@ run 3-touch-after-free-loom mutation-touch-after-free caught "index out of bound
 # sleep (the wait path's idle-drainer change rests on that re-check).
 run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
     "${loom[@]}" --features mutation-idle-no-recheck --lib -- --exact \
-    instance::threads::loom_models::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
+    instance::threads::loom_idle::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
 
 # (5) the deterministic executor's destroy closes when the turn comes back
 # at idleness without looking again: a task that another program thread

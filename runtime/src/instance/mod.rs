@@ -33,6 +33,8 @@
 pub(crate) mod config;
 pub(crate) mod deterministic;
 pub(crate) mod gate;
+#[cfg(all(test, loom))]
+mod loom_gate;
 pub(crate) mod threads;
 
 use std::cell::RefCell;
