@@ -157,9 +157,8 @@ thread_local! {
     static CACHED: RefCell<Option<Arc<Instance>>> = const { RefCell::new(None) };
 }
 
-/// The address of this thread's cached instance (the migration check,
-/// `threads/migration.rs`). Never inlined, as every read of a
-/// thread-local after a task's switch (`sync/mutation.rs`, 6).
+/// This thread's cached instance's address, for `threads/migration.rs`
+/// (never inlined: `sync/mutation.rs`, 6).
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(super) fn cached_instance_address() -> usize {
@@ -337,8 +336,7 @@ pub(crate) fn schedule_task_counts() -> (u64, u64) {
     deterministic::last_task_counts()
 }
 
-/// Scheduling steps of the current deterministic instance, or else of the
-/// last one destroyed.
+/// Scheduling steps of the current deterministic instance, else the last.
 pub(crate) fn schedule_steps() -> u64 {
     running_instance()
         .and_then(|instance| instance.deterministic().map(|executor| executor.steps()))
@@ -356,8 +354,6 @@ struct ResumeWaiter {
 unsafe impl WaiterNode for ResumeWaiter {}
 
 impl ResumeWaiter {
-    /// The waiter's fire function.
-    ///
     /// # Safety
     /// `node` is a `ResumeWaiter` from `Completion::new_node`, fired once.
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
