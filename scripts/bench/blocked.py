@@ -12,16 +12,19 @@ lowers it with its RUN line's own stage 1 (mlir-tests/lib/corpus.py,
 lowering.py), and runs it once under jit-harness (mlir-tests/lib/harness.py:
 --echo, no leak check, its watchdog at --timeout) with the runtime given by
 --runtime, MLIR_ASYNC_RUNTIME_WORKERS=--workers and any --env VAR=VAL.
-While the process runs, /proc/<pid>/status is read every --sample-ms (its
-Threads: the peak is reported) and /proc/<pid>/maps every --maps-ms (its
-number of mappings, against vm.max_map_count). Peak RSS is the process's
-own rusage (os.wait4): exact. A thread that lives less than a sample period
-can be missed; the harness itself has two threads (main and its watchdog),
-so a runtime that adds only its workers peaks at workers + 2.
+Peak threads are counted exactly by scripts/bench/threadpeak.c, built with
+$CC (default cc) into --out and LD_PRELOADed: it interposes pthread_create
+and counts a thread from its create call to its exit. As a cross-check,
+/proc/<pid>/status is read every --sample-ms (its Threads; a thread that
+lives less than a period can be missed), and /proc/<pid>/maps every
+--maps-ms (its number of mappings, against vm.max_map_count). Peak RSS is
+the process's own rusage (os.wait4): exact. The harness itself has two
+threads (main and its watchdog), so a runtime that adds only its workers
+peaks at workers + 2.
 
 One line per task count:
 
-    tasks  status  wall  peak-RSS  RSS/task  threads  maps  note
+    tasks  status  wall  peak-RSS  RSS/task  threads  sampled  maps  note
 
   status     completed (all N started before the gate opened, and the sum
              of index + 1 is right); gate at deadline (K of N started);
@@ -29,7 +32,8 @@ One line per task count:
              crashed (signal or exit status); wrong output
   RSS/task   (peak RSS - the baseline's) / (N - baseline N); the baseline
              is a run of --baseline tasks (default 1) on the same runtime
-  threads    peak OS threads of the process (sampled)
+  threads    peak live threads of the process (threadpeak.so, exact)
+  sampled    peak Threads of /proc/<pid>/status, sampled
   maps       peak mappings of the process (sampled less often)
   note       the stderr line that best names a limit (vm.max_map_count,
              memory, mmap; a refused thread start; the thread cap), else the
@@ -37,8 +41,8 @@ One line per task count:
 
 The issue's targets (--check: exit 1, one MISS line per missed target):
   below --limit-tasks (100,000): completed, at most --workers + 2 OS
-  threads at every sample, at most --max-rss-per-task (64 KiB) of RSS per
-  blocked task;
+  threads (exact or sampled, whichever is larger), at most
+  --max-rss-per-task (64 KiB) of RSS per blocked task;
   from --limit-tasks on: completed, or failed with a stderr line naming the
   limit (max_map_count, memory, mmap).
 The header gives the machine's limits (vm.max_map_count, kernel.threads-max,
@@ -57,8 +61,8 @@ thread per core: it stops at that many started tasks). Examples:
 
 Results go to stdout (--json: one JSON object instead of the table, every
 run with its stderr tail); the commands it runs go to stderr. Exit status:
-0; 1 when --check finds a missed target, or a lowering fails (one line on
-stderr); 2 on usage errors.
+0; 1 when --check finds a missed target, or a lowering or the build of
+threadpeak.so fails (one line on stderr); 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "mlir-tests" / "blocked-tasks.mlir"
+# The pthread_create interposer that counts the exact peak of live threads.
+THREADPEAK_C = Path(__file__).resolve().parent / "threadpeak.c"
 
 sys.path.insert(0, str(REPO / "mlir-tests" / "lib"))
 import corpus  # noqa: E402  (RUN lines: the program's lowering)
@@ -277,6 +283,31 @@ def machine_limits() -> dict:
             "MemTotal_kib": mem.get("MemTotal"), "MemAvailable_kib": mem.get("MemAvailable")}
 
 
+def build_threadpeak(out: Path) -> Path:
+    """out/threadpeak.so, compiled from threadpeak.c with $CC (default cc)
+    when missing or older than its source."""
+    so = out / "threadpeak.so"
+    if so.exists() and so.stat().st_mtime >= THREADPEAK_C.stat().st_mtime:
+        return so
+    cmd = shlex.split(os.environ.get("CC", "cc")) + [
+        "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
+        "-o", str(so) + ".tmp", str(THREADPEAK_C), "-ldl", "-lpthread"]
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or ["%s exited with status %d" % (cmd[0], r.returncode)])[0]
+        raise ValueError("cannot build %s: %s" % (THREADPEAK_C, why))
+    os.replace(str(so) + ".tmp", so)
+    return so
+
+
+def read_peak(path: Path) -> int | None:
+    """The number threadpeak.so last wrote, or None."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class Bench:
     """Lowers and runs the variants for one runtime."""
 
@@ -286,6 +317,7 @@ class Bench:
         self.subs = corpus.substitutions(self.prefix, str(a.runtime))
         self.text = a.program.read_text()
         a.out.mkdir(parents=True, exist_ok=True)
+        self.threadpeak = build_threadpeak(a.out)
 
     def lower(self, n: int) -> Path:
         """The variant of n tasks, lowered to LLVM IR by its RUN line's
@@ -304,6 +336,11 @@ class Bench:
         env = dict(toolchain.toolchain_env(self.prefix))
         env["MLIR_ASYNC_RUNTIME_WORKERS"] = str(self.a.workers)
         env.update(self.a.env)
+        peak_file = self.a.out / ("threadpeak-%d.txt" % n)
+        if peak_file.exists():
+            peak_file.unlink()
+        env["THREADPEAK_OUT"] = str(peak_file)
+        env["LD_PRELOAD"] = " ".join(x for x in (str(self.threadpeak), env.get("LD_PRELOAD")) if x)
         # The harness's watchdog gives up on the run at --timeout (0: never);
         # our kill, 30 s later, catches a harness that cannot exit.
         cmd = harness.command(self.a.harness, ll, self.a.runtime,
@@ -314,6 +351,9 @@ class Bench:
                         self.a.maps_ms / 1000.0)
         out = parse_output(r["stdout"])
         hung = bool(HUNG.search(r["stdout"]))
+        r["sampled_threads"] = r.pop("peak_threads")
+        r["exact_threads"] = read_peak(peak_file)
+        r["peak_threads"] = max(r["sampled_threads"], r["exact_threads"] or 0)
         r.update(tasks=n, started=out["started"],
                  status=status_of(n, r["rc"], r["timed_out"] or hung, out),
                  note=note_of(r["stderr"]))
@@ -347,9 +387,10 @@ def misses(r: dict, a) -> list[str]:
 
 def fmt_row(r: dict) -> str:
     per = r.get("rss_per_task_kib")
-    return "%-8d %-36s %7.2f s %9.1f MiB %10s %8d %9s  %s" % (
+    return "%-8d %-36s %7.2f s %9.1f MiB %10s %8s %8d %9s  %s" % (
         r["tasks"], r["status"], r["wall_s"], r["peak_rss_kib"] / KIB,
-        "-" if per is None else "%.1f KiB" % per, r["peak_threads"],
+        "-" if per is None else "%.1f KiB" % per,
+        "-" if r["exact_threads"] is None else r["exact_threads"], r["sampled_threads"],
         r["peak_maps"] or "-", r["note"])
 
 
@@ -450,11 +491,12 @@ def main() -> int:
               % (a.runtime, a.workers,
                  "".join(" %s=%s" % kv for kv in a.env.items()), a.deadline, a.timeout))
         print("limits: " + ", ".join("%s %s" % kv for kv in limits.items()))
-        print("baseline: %d task(s) %s, peak RSS %.1f MiB, %d threads, %s maps"
+        print("baseline: %d task(s) %s, peak RSS %.1f MiB, %s threads (%d sampled), %s maps"
               % (a.baseline, base["status"], base["peak_rss_kib"] / KIB,
-                 base["peak_threads"], base["peak_maps"] or "-"))
-        print("%-8s %-36s %9s %13s %10s %8s %9s  %s" % (
-            "tasks", "status", "wall", "peak RSS", "RSS/task", "threads", "maps", "note"))
+                 base["exact_threads"], base["sampled_threads"], base["peak_maps"] or "-"))
+        print("%-8s %-36s %9s %13s %10s %8s %8s %9s  %s" % (
+            "tasks", "status", "wall", "peak RSS", "RSS/task", "threads", "sampled", "maps",
+            "note"))
         for r in rows:
             print(fmt_row(r))
         for m in failed:

@@ -1,11 +1,15 @@
 """Tests of scripts/bench/blocked.py's own logic (make bench-blocked-check):
 the variants of mlir-tests/blocked-tasks.mlir, how a run's output and exit
-are judged, which stderr line is its note, and which targets --check
-holds a run to. No program runs here."""
+are judged, which stderr line is its note, which targets --check holds a
+run to, and the thread counter threadpeak.so (on a Python process that
+starts threads). No MLIR program runs here."""
 
 import argparse
+import os
 import re
+import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -109,6 +113,35 @@ class Check(unittest.TestCase):
         # Completing is enough there (the thread and RSS bounds are the
         # 10,000-task program's).
         self.assertEqual(blocked.misses(run(100000, threads=9000, per=100.0), ARGS), [])
+
+
+# Starts 5 threads that all wait, lets them go, then 3 more one after the
+# other: the peak is main + 5.
+THREADS = """
+import threading
+go = threading.Event()
+ts = [threading.Thread(target=go.wait) for _ in range(5)]
+for t in ts: t.start()
+go.set()
+for t in ts: t.join()
+for _ in range(3):
+    t = threading.Thread(target=lambda: None); t.start(); t.join()
+"""
+
+
+class ThreadPeak(unittest.TestCase):
+    def test_exact_peak(self):
+        with tempfile.TemporaryDirectory() as d:
+            so = blocked.build_threadpeak(Path(d))
+            self.assertEqual(blocked.build_threadpeak(Path(d)), so)  # built once
+            out = Path(d) / "peak.txt"
+            env = dict(os.environ, LD_PRELOAD=str(so), THREADPEAK_OUT=str(out))
+            subprocess.run([sys.executable, "-c", THREADS], env=env, check=True)
+            self.assertEqual(blocked.read_peak(out), 6)
+            # No thread at all: the file says 1 (main).
+            subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+            self.assertEqual(blocked.read_peak(out), 1)
+            self.assertIsNone(blocked.read_peak(Path(d) / "missing.txt"))
 
 
 class Arguments(unittest.TestCase):
