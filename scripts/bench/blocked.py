@@ -294,7 +294,8 @@ def build_threadpeak(out: Path) -> Path:
         "-o", str(so) + ".tmp", str(THREADPEAK_C), "-ldl", "-lpthread"]
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
-        why = (r.stderr.strip().splitlines() or ["%s exited with status %d" % (cmd[0], r.returncode)])[0]
+        why = (r.stderr.strip().splitlines()
+               or ["%s exited with status %d" % (cmd[0], r.returncode)])[0]
         raise ValueError("cannot build %s: %s" % (THREADPEAK_C, why))
     os.replace(str(so) + ".tmp", so)
     return so
@@ -471,7 +472,8 @@ def main() -> int:
         for n in a.tasks:
             r = bench.run(n)
             if base["status"] == "completed":
-                r["rss_per_task_kib"] = (r["peak_rss_kib"] - base["peak_rss_kib"]) / (n - a.baseline)
+                grown = r["peak_rss_kib"] - base["peak_rss_kib"]
+                r["rss_per_task_kib"] = grown / (n - a.baseline)
             rows.append(r)
     except (ValueError, OSError, lowering.LoweringError) as e:
         print("blocked.py: %s" % str(e).strip().splitlines()[0], file=sys.stderr)
