@@ -26,9 +26,12 @@
 // issue's bounds at 10,000 tasks and 2 workers.
 //
 // The floor runs a task only when the program blocks, so no task starts
-// before the gate opens there; the C++ runtime fails it after 20 s.
+// before the gate opens there; the C++ runtime fails it after 20 s. With
+// task stacks off (issue 25's opt-out, MLIR_ASYNC_RUNTIME_TASK_STACKS=0) a
+// blocked task holds a thread again and the thread cap stops it: the
+// feature no-task-stacks is for lit.cfg.py to set in that run.
 
-// UNSUPPORTED: floor-runtime
+// UNSUPPORTED: floor-runtime, no-task-stacks
 // XFAIL: cxx-runtime
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 %run_async | FileCheck %s
 
