@@ -13,12 +13,12 @@
 // for the counter at most 20 s (%deadline_s: under the 30 s per run of
 // make run and stress, so they see the count, not a hang), then opens the
 // gate anyway: the tasks still queued run to the end against an open gate,
-// and the line
-// `started before the gate opened: K` says how many had started (K < N is
-// the failure the CHECK line catches). Each poll of the counter completes a
-// fresh token (async.runtime.create + set_available): a runtime call, so that
-// the deterministic executor (docs/exploration.md), where main keeps the turn
-// between runtime calls, lets the tasks run while main waits.
+// and the line `started before the gate opened: K` says how many had
+// started (K < N is the failure the CHECK line catches). Each poll of the
+// counter completes a fresh token (async.runtime.create + set_available): a
+// runtime call, so that the deterministic executor (docs/exploration.md),
+// where main keeps the turn between runtime calls, lets the tasks run while
+// main waits.
 //
 // scripts/bench/blocked.py (make bench-blocked, bench/README.md) runs
 // variants of this file with other %n_tasks and %deadline_s and measures
