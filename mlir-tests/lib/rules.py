@@ -12,6 +12,10 @@ Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
 `mlir-N`, as lit.cfg.py sets them; and `fixed-lowering` when the programs'
 async-parallel-for is our patched one (lit --param fixed_lowering=1, make
 lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`.
+Two more, set by the runs that need them: `no-task-stacks` (lit --param
+task_stacks=0, make lit-no-stacks: MLIR_ASYNC_RUNTIME_TASK_STACKS=0) and
+`deterministic-schedule` (explore.py: the deterministic executor, which
+runs no task on a stack of its own, so a blocked task holds a thread).
 
 Used by lit.cfg.py (the features), corpus.py, and every script that runs
 corpus programs (scripts/corpus/: run.py, stress.py, explore.py,
