@@ -84,6 +84,14 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
 
+# (6) a spare start refused by the system raises the retry flag before
+# giving its permit back: loom finds the blocked thread's look that takes
+# the flag down while every permit is still taken, and the task that
+# would end the wait is stranded (issue 25).
+run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
+    "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
+    instance::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
+
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

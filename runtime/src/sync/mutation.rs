@@ -29,3 +29,10 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 /// program thread queued a task meanwhile (that task is abandoned:
 /// issue 27's lost tasks).
 pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");
+
+/// (6) A spare start that the system refused raises the retry flag before
+/// giving its permit back, so a blocked thread's retry in between finds
+/// every permit taken and takes the flag down: nothing tries the start
+/// again, and the queued task that would end the wait is stranded (issue
+/// 25's refused `pthread_create`).
+pub(crate) const RETRY_BEFORE_PERMIT: bool = cfg!(feature = "mutation-retry-before-permit");
