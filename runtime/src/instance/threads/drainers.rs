@@ -218,11 +218,15 @@ impl Drainers {
     /// since, looks at the queue as a leaving drainer does, and says which
     /// drainer to start. A start refused again raises the flag again.
     pub(super) fn retry_refused(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
-        // SeqCst: see `spare_refused`. A compare-and-swap, not a swap: the
+        // SeqCst: see `spare_refused`. A load first, so that the blocked
+        // threads' looks leave the cache line (the word's) shared while
+        // nothing was refused. Then a compare-and-swap, not a swap: the
         // same here, but loom mis-models a `swap` that races a store (the
         // swap reads the old value and a later load still misses the store:
         // tokio-rs/loom#254), and the model of this retry would fail for it.
-        if self.refused.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        if !self.refused.load(Ordering::SeqCst)
+            || self.refused.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_err()
+        {
             return AfterLeave::Nothing;
         }
         self.after_leave(self.snapshot(), queue_is_empty)
