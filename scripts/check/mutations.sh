@@ -84,20 +84,27 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
 
-# (6) the accessors of the thread-locals read after a task switched back
+# (6) a spare start refused by the system raises the retry flag before
+# giving its permit back: loom finds the blocked thread's look that takes
+# the flag down while every permit is still taken, and the task that
+# would end the wait is stranded (issue 25).
+run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
+    "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
+    instance::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
+# (7) the accessors of the thread-locals read after a task switched back
 # in are inlined: the frame that switched keeps the addresses it computed
 # on the thread it left (llvm-project#98479), and the migration check finds
 # every migrated task's thread-locals stale.
 run baseline-migration "" pass "" -- "${normal[@]}" --test migration
-run 6-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
+run 7-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
     "${normal[@]}" --features mutation-tls-inline --test migration
-# (7) the drainer parks a switched-out task's fiber without checking that
+# (8) the drainer parks a switched-out task's fiber without checking that
 # the object completed meanwhile: loom finds the task never resumed.
-# (8) the hand-off's acquire/release orderings relaxed: loom finds the
+# (9) the hand-off's acquire/release orderings relaxed: loom finds the
 # resuming thread's read of the parked fiber unordered with its write.
-run 7-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
+run 8-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
     "${loom[@]}" --features mutation-handoff-no-check --lib -- instance::threads::loom_handoff::
-run 8-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
+run 9-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
     "${loom[@]}" --features mutation-handoff-relaxed --lib -- instance::threads::loom_handoff::
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan

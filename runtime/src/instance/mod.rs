@@ -158,7 +158,7 @@ thread_local! {
 }
 
 /// This thread's cached instance's address, for `threads/migration.rs`
-/// (never inlined: `sync/mutation.rs`, 6).
+/// (never inlined: `sync/mutation.rs`, 7).
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(super) fn cached_instance_address() -> usize {

@@ -24,7 +24,20 @@ pub(crate) const TOUCH_AFTER_FREE: bool = cfg!(feature = "mutation-touch-after-f
 /// the wait's 100 ms safety net hides it; a loom model has no timeout).
 pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-recheck");
 
-/// (6) The accessors of the thread-locals that the runtime reads after a
+/// (5) The deterministic executor's destroy closes as soon as the turn
+/// comes back to it at idleness, without looking again whether another
+/// program thread queued a task meanwhile (that task is abandoned:
+/// issue 27's lost tasks).
+pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");
+
+/// (6) A spare start that the system refused raises the retry flag before
+/// giving its permit back, so a blocked thread's retry in between finds
+/// every permit taken and takes the flag down: nothing tries the start
+/// again, and the queued task that would end the wait is stranded (issue
+/// 25's refused `pthread_create`).
+pub(crate) const RETRY_BEFORE_PERMIT: bool = cfg!(feature = "mutation-retry-before-permit");
+
+/// (7) The accessors of the thread-locals that the runtime reads after a
 /// task switched back in (possibly on another thread) are inlined, so LLVM
 /// may keep the address it computed before the switch (llvm-project#98479):
 /// the migration check (`instance/threads/migration.rs`) finds them
@@ -32,20 +45,14 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 #[allow(dead_code)]
 pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
 
-/// (7) The drainer parks a switched-out task's fiber without checking
+/// (8) The drainer parks a switched-out task's fiber without checking
 /// whether the object completed meanwhile (a plain store instead of the
 /// compare-and-swap of `instance/threads/handoff.rs`): a completion that
 /// came while the task was switching out is lost, and the task is never
 /// resumed.
 pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-check");
 
-/// (8) The hand-off's state changes are `Relaxed` instead of acquire and
+/// (9) The hand-off's state changes are `Relaxed` instead of acquire and
 /// release: the thread that resumes a parked fiber may not see the
 /// drainer's write of it (loom reports the slot's accesses as unordered).
 pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");
-
-/// (5) The deterministic executor's destroy closes as soon as the turn
-/// comes back to it at idleness, without looking again whether another
-/// program thread queued a task meanwhile (that task is abandoned:
-/// issue 27's lost tasks).
-pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");

@@ -22,7 +22,8 @@
 //! leaving drainer's check of the queue (after its `SeqCst` update) cannot
 //! both miss each other: see "no lost wake-up" in README.md beside this file.
 
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::mutation;
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
 const FIELD_BITS: u32 = 16;
 const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
@@ -96,7 +97,8 @@ pub(super) enum Start {
     /// A permit was taken for a new drain job: spawn it on the pool.
     PoolJob,
     /// A permit was taken for a spare thread: every pool thread is busy
-    /// (some are blocked). Start a spare, or call [`Drainers::spare_failed`].
+    /// (some are blocked). Start a spare, or call [`Drainers::spare_failed`]
+    /// (at the cap) or [`Drainers::spare_refused`] (refused by the system).
     Spare,
 }
 
@@ -104,12 +106,15 @@ pub(super) struct Drainers {
     word: AtomicU64,
     /// The number of permits: the pool's threads.
     workers: u64,
+    /// The system refused a spare since a blocked thread last looked
+    /// ([`Drainers::retry_refused`]): the start must be tried again.
+    refused: AtomicBool,
 }
 
 impl Drainers {
     pub(crate) fn new(workers: usize) -> Drainers {
         assert!((1..FIELD_MASK as usize).contains(&workers), "worker count out of range");
-        Drainers { word: AtomicU64::new(0), workers: workers as u64 }
+        Drainers { word: AtomicU64::new(0), workers: workers as u64, refused: AtomicBool::new(false) }
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -183,9 +188,48 @@ impl Drainers {
     }
 
     /// Undoes a [`Start::Spare`] whose thread could not be started (the
-    /// thread cap): the permit and the spare go back.
+    /// thread cap): the permit and the spare go back. The queued tasks wait
+    /// for a blocked thread to go on and take a permit back.
     pub(super) fn spare_failed(&self) -> Snapshot {
         self.update(|w| w - PERMIT - SPARE)
+    }
+
+    /// Undoes a [`Start::Spare`] whose thread the system refused below the
+    /// cap, and leaves the start to be tried again by the next blocked
+    /// thread that wakes ([`Drainers::retry_refused`]): a blocked thread
+    /// may never go on before the task it waits for runs, so waiting for
+    /// one, as at the cap, could strand the queue for good.
+    pub(super) fn spare_refused(&self) -> Snapshot {
+        if mutation::RETRY_BEFORE_PERMIT {
+            self.refused.store(true, Ordering::SeqCst);
+            return self.spare_failed();
+        }
+        let after = self.spare_failed();
+        // SeqCst, and after the permit went back: a retry that takes the
+        // flag down also sees the permit free (`retry_refused`). Raised
+        // before (mutation 6), a retry in between finds every permit
+        // taken, takes the flag down, and nothing tries again.
+        self.refused.store(true, Ordering::SeqCst);
+        after
+    }
+
+    /// Called by a thread blocked in a task each time it wakes to look
+    /// around (every `STUCK_CHECK_INTERVAL`): if a spare start was refused
+    /// since, looks at the queue as a leaving drainer does, and says which
+    /// drainer to start. A start refused again raises the flag again.
+    pub(super) fn retry_refused(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
+        // SeqCst: see `spare_refused`. A load first, so that the blocked
+        // threads' looks leave the cache line (the word's) shared while
+        // nothing was refused. Then a compare-and-swap, not a swap: the
+        // same here, but loom mis-models a `swap` that races a store (the
+        // swap reads the old value and a later load still misses the store:
+        // tokio-rs/loom#254), and the model of this retry would fail for it.
+        if !self.refused.load(Ordering::SeqCst)
+            || self.refused.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_err()
+        {
+            return AfterLeave::Nothing;
+        }
+        self.after_leave(self.snapshot(), queue_is_empty)
     }
 
     /// A drainer without a permit (its task blocked and went on) takes one

@@ -1,10 +1,12 @@
 //! loom models of a spare thread's life against the drainers word, on the
 //! real [`Spares`] and [`Drainers`]: a spare start refused at the cap or
-//! by the system, and a spare that goes idle or expires while a push is
-//! in flight. The model's glue is the scheduler's own: a spare's job
-//! drains the model's queue (a `SeqCst` counter, as in `loom_drainers.rs`'s
-//! models), then leaves through [`SpareThread::before_leaving`], and a
-//! refused start gives the permit back (`Scheduler::start_drainer`).
+//! by the system (and retried by a blocked thread), and a spare that goes
+//! idle or expires while a push is in flight. The model's glue is the
+//! scheduler's own: a spare's job drains the model's queue (a `SeqCst`
+//! counter, as in `loom_drainers.rs`'s models), then leaves through
+//! [`SpareThread::before_leaving`], a refused start gives the permit back
+//! (`Scheduler::start_drainer`), and a blocked thread's periodic look
+//! tries a refused start again (`Scheduler::retry_refused_start`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 
 use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
-use crate::instance::threads::spares::{spawn_thread, SpareThread, Spares, SpawnFn};
+use crate::instance::threads::spares::{spawn_thread, NotStarted, SpareThread, Spares, SpawnFn};
 use crate::sync::thread::JoinHandle;
 use crate::sync::Ordering;
 
@@ -53,10 +55,24 @@ impl Model {
             Start::PoolJob => unreachable!("the only pool thread is in its job"),
             Start::Spare => {
                 let m = Arc::clone(self);
-                if self.spares.run(Box::new(move |spare: &SpareThread| m.drain_as_spare(spare))).is_err() {
-                    let _ = self.drainers.spare_failed();
+                match self.spares.run(Box::new(move |spare: &SpareThread| m.drain_as_spare(spare))) {
+                    Ok(_) => {}
+                    Err(NotStarted::AtCap) => {
+                        let _ = self.drainers.spare_failed();
+                    }
+                    Err(NotStarted::Refused(_)) => {
+                        let _ = self.drainers.spare_refused();
+                    }
                 }
             }
+        }
+    }
+
+    /// `Scheduler::retry_refused_start`: a blocked thread's periodic look
+    /// (`Blocked::check_stuck`).
+    fn retry_refused(self: &Arc<Model>) {
+        if let AfterLeave::Start(start) = self.drainers.retry_refused(|| self.queued.load(Ordering::SeqCst) == 0) {
+            self.start(start);
         }
     }
 
@@ -117,23 +133,29 @@ fn a_push_as_the_only_spare_goes_idle_is_run() {
     push_while_the_only_spare_finishes(FOREVER);
 }
 
+/// Whether each model that refuses a start has refused it in this run
+/// (one flag per model: the test harness runs models in parallel).
+static REFUSED: [std::sync::atomic::AtomicBool; 2] = [const { std::sync::atomic::AtomicBool::new(false) }; 2];
+
+/// A [`SpawnFn`] that refuses the first start of each run of model
+/// `MODEL`, as the system does at its limit, and starts the others.
+fn refuse_once<const MODEL: usize>(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+    if !REFUSED[MODEL].swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the model"));
+    }
+    spawn_thread(name, main)
+}
+
 /// The system refuses the first spare thread while another push is in
-/// flight: the refused start gives its permit and its count back. As at
-/// the cap, the queued tasks then wait for the next start or for the
-/// blocked thread to go on, which here drains what is left. (That the
-/// slot comes back too: `spares.rs`'s tests.)
+/// flight: the refused start gives its permit and its count back. The
+/// queued tasks then wait for the next start or for the blocked thread to
+/// go on, which here drains what is left. (That the slot comes back too:
+/// `spares.rs`'s tests.)
 #[test]
 fn a_spare_start_refused_by_the_system_gives_everything_back() {
-    static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    fn refuse_once(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
-        if !REFUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the model"));
-        }
-        spawn_thread(name, main)
-    }
     loom::model(|| {
-        REFUSED.store(false, std::sync::atomic::Ordering::SeqCst);
-        let m = Model::new(1, FOREVER, refuse_once);
+        REFUSED[0].store(false, std::sync::atomic::Ordering::SeqCst);
+        let m = Model::new(1, FOREVER, refuse_once::<0>);
         m.block_the_pool_thread();
         let producer = {
             let m = Arc::clone(&m);
@@ -159,6 +181,31 @@ fn a_spare_start_refused_by_the_system_gives_everything_back() {
         assert_eq!(m.ran.load(Ordering::SeqCst), 2, "a task was stranded or ran twice");
         let s = m.drainers.snapshot();
         assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0));
+    });
+}
+
+/// The system refuses the spare for the task that would end the only
+/// worker's wait, while that blocked thread wakes for its periodic look;
+/// it wakes once more later (its wait cannot end before the task runs).
+/// The start is tried again and the task runs, with the worker still
+/// blocked. With the retry flag raised before the permit goes back
+/// (mutation 6), loom finds the look that takes the flag down while every
+/// permit is still taken: the task is stranded, as every time before the
+/// retry existed (issue 25).
+#[test]
+fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
+    loom::model(|| {
+        REFUSED[1].store(false, std::sync::atomic::Ordering::SeqCst);
+        let m = Model::new(1, FOREVER, refuse_once::<1>);
+        m.block_the_pool_thread();
+        let producer = {
+            let m = Arc::clone(&m);
+            thread::spawn(move || m.push())
+        };
+        m.retry_refused();
+        producer.join().unwrap();
+        m.retry_refused();
+        m.shut_down_and_check(1);
     });
 }
 

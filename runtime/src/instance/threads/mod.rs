@@ -54,7 +54,7 @@ use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
 use crate::instance::threads::deques::Deques;
 use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
-use crate::instance::threads::spares::{SpareThread, Spares, STACK_SIZE};
+use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
@@ -97,6 +97,9 @@ pub(crate) struct Scheduler {
     max_spinning: usize,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
+    /// The one-line report of a thread start refused by the system was
+    /// printed.
+    refusal_reported: AtomicBool,
     /// Tasks switched out of their thread (on a task stack of their own)
     /// and not yet resumed: while any is, the scheduler is not idle.
     switched_out: AtomicUsize,
@@ -184,7 +187,7 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
 
 /// The address of this thread's scheduler state, its worker identity (the
 /// migration check, `migration.rs`). Never inlined, as every read of a
-/// thread-local after a task's switch (`sync/mutation.rs`, 6).
+/// thread-local after a task's switch (`sync/mutation.rs`, 7).
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 fn worker_address() -> usize {
@@ -264,6 +267,7 @@ impl Scheduler {
             spinning: AtomicUsize::new(0),
             max_spinning: max_spinning(config.workers),
             stuck_reported: AtomicBool::new(false),
+            refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
         })
     }
@@ -436,13 +440,23 @@ impl Scheduler {
                             observe::spare_thread_started();
                         }
                     }
-                    Err(_) => {
+                    Err(NotStarted::AtCap) => {
                         // At the cap every thread is busy, and some are
                         // blocked: the queued tasks wait until one of them
                         // goes on and takes a permit back (its drain loop
                         // reacquires one). Trying again now would only
                         // spin.
                         let _ = self.drainers.spare_failed();
+                    }
+                    Err(NotStarted::Refused(error)) => {
+                        // Below the cap, the system refused the thread. The
+                        // blocked threads may wait for the very tasks
+                        // queued here, so nobody might take the permit back:
+                        // the next blocked thread to wake tries again
+                        // (`retry_refused_start`). Trying again now would
+                        // only spin on the system's limit.
+                        let _ = self.drainers.spare_refused();
+                        self.report_refusal(&error);
                     }
                 }
             }
@@ -451,11 +465,40 @@ impl Scheduler {
 
     /// After a drainer left, blocked, or failed to start.
     fn after_leave(&self, after: Snapshot) {
-        match self.drainers.after_leave(after, || self.queue.is_empty()) {
+        self.act_after_leave(self.drainers.after_leave(after, || self.queue.is_empty()));
+    }
+
+    fn act_after_leave(&self, after: AfterLeave) {
+        match after {
             AfterLeave::Start(start) => self.start_drainer(start),
             AfterLeave::Idle => self.idle.notify(),
             AfterLeave::Nothing => {}
         }
+    }
+
+    /// Called by a thread blocked in a task each time it wakes to look
+    /// around ([`Blocked::check_stuck`], every [`STUCK_CHECK_INTERVAL`]):
+    /// starts again a spare that the system refused, if tasks still wait
+    /// and a permit is free (`Drainers::retry_refused`).
+    fn retry_refused_start(&self) {
+        self.act_after_leave(self.drainers.retry_refused(|| self.queue.is_empty()));
+    }
+
+    /// Says once per instance, on one line, that the system refused a
+    /// thread below the runtime's cap, naming both limits.
+    fn report_refusal(&self, error: &std::io::Error) {
+        // Relaxed: it only decides which thread prints; nothing is
+        // published through it.
+        if self.refusal_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        warn(&format!(
+            "the system refused a runtime thread: {error}; {} runtime thread(s) alive, below the cap of {} \
+             (MLIR_ASYNC_RUNTIME_MAX_THREADS), so the system's limit binds first (ulimit -u, memory); \
+             queued tasks wait, and blocked threads try the start again as they wake, each once a second",
+            self.threads(),
+            self.config.max_threads,
+        ));
     }
 
     // ---- idleness and shutdown ----------------------------------------------
