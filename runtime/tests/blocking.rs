@@ -169,6 +169,38 @@ fn blocked_on_a_gate(n: usize, open_after: Duration) {
     println!("peak threads: {}", sampler.join().unwrap());
 }
 
+/// A task announces that it is about to block on a token, and the test
+/// thread completes the token at once: many of the completions land while
+/// the task is still switching out (the hand-off's second case, where the
+/// drainer resumes the task itself), for `rounds` rounds.
+fn completed_while_switching_out(rounds: usize) {
+    for _ in 0..rounds {
+        let t = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let about_to_wait = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        // SAFETY: the task owns one consumer reference.
+        unsafe { mlirAsyncRuntimeAddRef(t.get().cast(), 1) };
+        let flag = Arc::clone(&about_to_wait);
+        let (h, r) = task(move || unsafe {
+            flag.store(true, Ordering::SeqCst);
+            mlirAsyncRuntimeAwaitToken(t.get());
+            mlirAsyncRuntimeDropRef(t.get().cast(), 1);
+            tx.send(()).unwrap();
+        });
+        mlirAsyncRuntimeExecute(h, r);
+        while !about_to_wait.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the producer's reference, then ours.
+        unsafe {
+            mlirAsyncRuntimeEmplaceToken(t.get());
+            mlirAsyncRuntimeDropRef(t.get().cast(), 1);
+        }
+        recv_or_exit(&rx, "the task that blocked", Duration::from_secs(30));
+    }
+    __mlir_execution_engine_destroy();
+}
+
 /// Recurses with a page of stack per frame until the stack runs out.
 #[inline(never)]
 fn recurse(depth: usize) -> usize {
@@ -300,6 +332,7 @@ fn scenario_child() {
         "gate-1000" => many_blocked_on_a_gate(1000),
         "all-started-10k" => all_started_then_opened(10_000),
         "overflow" => task_overflows_its_stack(),
+        "completed-while-switching-out" => completed_while_switching_out(20_000),
         "gate-opened-late" => blocked_on_a_gate(100, Duration::from_millis(3500)),
         "destroy-races-execute" => destroy_races_execute(),
         "destroy-races-continuation" => destroy_races_continuation(),
@@ -433,6 +466,18 @@ fn every_thread_blocked_at_the_cap_is_reported_once() {
         "{}",
         lines[0]
     );
+}
+
+/// The object completes while its task is still switching out: the drainer
+/// finds the hand-off fired and resumes the task at once, on its own loop's
+/// fiber (which then ends: a fresh one goes on). That path panicked ("a
+/// drainer's own fiber ends only when it leaves") under ASan's timing.
+#[test]
+fn a_task_whose_object_completes_while_it_switches_out_goes_on() {
+    for workers in ["1", "2"] {
+        let run = scenario_with("completed-while-switching-out", workers, "512", Stacks::On, Duration::from_secs(120));
+        assert!(run.succeeded(), "{workers} worker(s): {}", run.describe());
+    }
 }
 
 /// A task that overflows its task stack dies with one line naming the knob

@@ -56,9 +56,10 @@ impl Scheduler {
             };
             match fibers::drive(fiber) {
                 Some(LoopEnd::Left) => return,
-                Some(LoopEnd::SwitchedOut) => unreachable!("a drainer's own fiber ends only when it leaves"),
-                // Its task switched out: go on with a fresh fiber.
-                None => {}
+                // Its task switched out (parked, or resumed here at once
+                // because its object completed while it switched out, and
+                // then finished): go on with a fresh fiber.
+                Some(LoopEnd::SwitchedOut) | None => {}
             }
         }
     }

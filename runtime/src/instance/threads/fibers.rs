@@ -28,7 +28,7 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 
-use corosensei::stack::{DefaultStack, Stack};
+use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::base::task::{Origin, Task};
@@ -36,6 +36,7 @@ use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::observe;
 use crate::instance::threads::handoff::Handoff;
+use crate::instance::threads::stacks::TaskStack;
 use crate::sync::tls;
 
 /// How a drain loop ended.
@@ -50,7 +51,7 @@ pub(super) enum LoopEnd {
 
 /// A drain loop on a task stack: yields the node of a task that switched
 /// out, returns how its loop ended.
-pub(super) type Fiber = Coroutine<(), *const SwitchedOut, LoopEnd, DefaultStack>;
+pub(super) type Fiber = Coroutine<(), *const SwitchedOut, LoopEnd, TaskStack>;
 
 /// What the code on a fiber reaches through this thread's fiber slot. Lives
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
@@ -164,7 +165,15 @@ impl SwitchedOut {
     unsafe fn park(node: *const SwitchedOut, fiber: Fiber) -> Result<(), Fiber> {
         // SAFETY: the node lives on the suspended fiber's stack; this is
         // the one parking side.
-        unsafe { (*node).handoff.park(fiber) }
+        let parked = unsafe { (*node).handoff.park(fiber) };
+        if parked.is_err() {
+            // Fired while switching out: this drainer takes the task up
+            // again at once (the count `switching_out` raised ends here,
+            // as it does in `resume_switched_out` for a parked one).
+            // SAFETY: the scheduler lives while its drainer runs.
+            unsafe { (*node).scheduler.get() }.switched_in();
+        }
+        parked
     }
 
     /// The completion's half: makes the parked fiber's task ready, or, if

@@ -1,6 +1,5 @@
 //! Task stacks: one mmap each, with a guard page below, committed by the
-//! kernel only where touched (corosensei's `DefaultStack`), kept in a pool
-//! per thread.
+//! kernel only where touched ([`TaskStack`]), kept in a pool per thread.
 //!
 //! A stack is taken when a drainer starts on a thread and each time the
 //! task running on it switches out (its stack goes with it); it comes back
@@ -16,8 +15,10 @@
 //! this file, "When no stack can be had").
 
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 
-use corosensei::stack::{DefaultStack, Stack};
+use corosensei::stack::valgrind::ValgrindStackRegistration;
+use corosensei::stack::{Stack, StackPointer};
 
 use crate::probe::observe;
 use crate::sync::misuse::warn;
@@ -29,9 +30,85 @@ const HOT: usize = 4;
 /// their pages.
 const KEPT: usize = 32;
 
+/// One task stack: a mapping of `len` bytes whose lowest page is the guard
+/// page (no access), the rest read-write.
+///
+/// As corosensei's `TaskStack`, but mapped with `MAP_NORESERVE`: the
+/// kernel does not count its 8 MiB against the commit limit, only the
+/// pages a task touches. Otherwise 10,000 switched-out tasks would count
+/// as 80 GB, and a `fork` (which accounts every counted mapping of the
+/// parent at once) failed with ENOMEM (seen under AddressSanitizer with
+/// tasks switched out); a thread's own stack is counted, which is what a
+/// runtime with a thread per blocked task paid.
+pub(crate) struct TaskStack {
+    /// The mapping's lowest address (the guard page's).
+    start: usize,
+    len: usize,
+    /// Lets Valgrind (callgrind: `make bench-instr`) follow the switches.
+    valgrind: ManuallyDrop<ValgrindStackRegistration>,
+}
+
+// SAFETY: the stack is plain memory owned by this value; a fiber running
+// on it may move between threads (README.md, "Tasks on stacks of their
+// own").
+unsafe impl Send for TaskStack {}
+
+impl TaskStack {
+    /// A stack with at least `size` usable bytes.
+    fn new(size: usize) -> std::io::Result<TaskStack> {
+        let page = page_size();
+        let usable = size.div_ceil(page) * page;
+        let len = usable + page;
+        // SAFETY: a fresh anonymous private mapping; nothing else uses it.
+        unsafe {
+            let start = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if start == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::mprotect(start.cast::<u8>().add(page).cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                let error = std::io::Error::last_os_error();
+                libc::munmap(start, len);
+                return Err(error);
+            }
+            let valgrind = ManuallyDrop::new(ValgrindStackRegistration::new(start.cast(), len));
+            Ok(TaskStack { start: start as usize, len, valgrind })
+        }
+    }
+}
+
+impl Drop for TaskStack {
+    fn drop(&mut self) {
+        // SAFETY: deregistered first, then unmapped; nothing runs on a
+        // stack being dropped (its fiber ended).
+        unsafe {
+            ManuallyDrop::drop(&mut self.valgrind);
+            libc::munmap(self.start as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+// SAFETY: the guard page is the lowest page of the mapping, below the
+// usable part; base and limit are page-aligned (so 16-byte aligned).
+unsafe impl Stack for TaskStack {
+    fn base(&self) -> StackPointer {
+        StackPointer::new(self.start + self.len).expect("a mapping is not at address 0")
+    }
+
+    fn limit(&self) -> StackPointer {
+        StackPointer::new(self.start).expect("a mapping is not at address 0")
+    }
+}
+
 thread_local! {
     /// This thread's pool, newest last.
-    static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+    static POOL: RefCell<Vec<TaskStack>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Stacks taken and not given back, process-wide, and their peak (the
@@ -48,7 +125,7 @@ static REFUSAL_SAID: AtomicBool = AtomicBool::new(false);
 /// runs after a switch, in a frame that must read this thread's pool, not
 /// the one it started on (threads/README.md, "Thread-locals").
 #[inline(never)]
-pub(super) fn take(size: usize) -> Option<DefaultStack> {
+pub(super) fn take(size: usize) -> Option<TaskStack> {
     let pooled = POOL.try_with(|pool| {
         let mut pool = pool.borrow_mut();
         // A pool holds stacks of one size: the instance's (a later
@@ -65,7 +142,7 @@ pub(super) fn take(size: usize) -> Option<DefaultStack> {
     });
     let stack = match pooled {
         Ok(Some(stack)) => stack,
-        _ => match DefaultStack::new(size) {
+        _ => match TaskStack::new(size) {
             Ok(stack) => stack,
             Err(error) => {
                 refused(size, &error);
@@ -82,7 +159,7 @@ pub(super) fn take(size: usize) -> Option<DefaultStack> {
 
 /// Gives `stack` back to this thread's pool (see the module's comment).
 #[inline(never)]
-pub(super) fn give_back(stack: DefaultStack) {
+pub(super) fn give_back(stack: TaskStack) {
     // Relaxed: statistics only.
     IN_USE.fetch_sub(1, Ordering::Relaxed);
     let _ = POOL.try_with(move |pool| {
@@ -103,13 +180,13 @@ pub(crate) fn in_use() -> (usize, usize) {
     (IN_USE.load(Ordering::Relaxed), PEAK.load(Ordering::Relaxed))
 }
 
-/// True when `stack` is what [`DefaultStack::new`] gives for `size`.
-fn fits(stack: &DefaultStack, size: usize) -> bool {
+/// True when `stack` is what [`TaskStack::new`] gives for `size`.
+fn fits(stack: &TaskStack, size: usize) -> bool {
     usable_size(stack).checked_sub(size).is_some_and(|extra| extra < page_size())
 }
 
 /// The bytes a task can use of `stack` (its mapping less the guard page).
-fn usable_size(stack: &DefaultStack) -> usize {
+fn usable_size(stack: &TaskStack) -> usize {
     stack.base().get() - stack.limit().get() - page_size()
 }
 
@@ -120,7 +197,7 @@ fn page_size() -> usize {
 
 /// Gives the pages of a stack no fiber runs on back to the kernel; the
 /// mapping stays, and reads as zeros when touched again.
-fn release_pages(stack: &DefaultStack) {
+fn release_pages(stack: &TaskStack) {
     let limit = stack.limit().get() + page_size();
     let len = stack.base().get() - limit;
     // SAFETY: the range is the stack's own writable part, and nothing runs
