@@ -51,7 +51,73 @@ pub(super) enum LoopEnd {
 
 /// A drain loop on a task stack: yields the node of a task that switched
 /// out, returns how its loop ended.
-pub(super) type Fiber = Coroutine<(), *const SwitchedOut, LoopEnd, TaskStack>;
+pub(super) struct Fiber {
+    coroutine: Coroutine<(), *const SwitchedOut, LoopEnd, TaskStack>,
+    /// ThreadSanitizer's record of the fiber (nothing in other builds).
+    tsan: tsan::Fiber,
+}
+
+/// ThreadSanitizer's fibers (`make sanitize-tsan`): TSan keeps a shadow
+/// stack and a clock per context, and must be told of every switch, or it
+/// mixes the frames of the thread and of its fibers. A fiber may be
+/// switched to on any thread.
+#[cfg(mlir_async_tsan)]
+mod tsan {
+    use std::ffi::c_void;
+
+    extern "C" {
+        fn __tsan_get_current_fiber() -> *mut c_void;
+        fn __tsan_create_fiber(flags: u32) -> *mut c_void;
+        fn __tsan_destroy_fiber(fiber: *mut c_void);
+        fn __tsan_switch_to_fiber(fiber: *mut c_void, flags: u32);
+    }
+
+    pub(super) struct Fiber(*mut c_void);
+
+    impl Fiber {
+        pub(super) fn new() -> Fiber {
+            // SAFETY: TSan's runtime is linked in a TSan build.
+            Fiber(unsafe { __tsan_create_fiber(0) })
+        }
+
+        /// Runs `f` (a resume of this fiber) as this fiber, then switches
+        /// back to the context that called.
+        pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+            // SAFETY: switches between live TSan contexts (flags 0: the
+            // switch synchronises, as the real one does).
+            unsafe {
+                let outer = __tsan_get_current_fiber();
+                __tsan_switch_to_fiber(self.0, 0);
+                let result = f();
+                __tsan_switch_to_fiber(outer, 0);
+                result
+            }
+        }
+    }
+
+    impl Drop for Fiber {
+        fn drop(&mut self) {
+            // SAFETY: the fiber ended; TSan's record of it goes.
+            unsafe { __tsan_destroy_fiber(self.0) }
+        }
+    }
+}
+
+#[cfg(not(mlir_async_tsan))]
+mod tsan {
+    pub(super) struct Fiber;
+
+    impl Fiber {
+        pub(super) fn new() -> Fiber {
+            Fiber
+        }
+
+        #[inline(always)]
+        pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+}
 
 /// What the code on a fiber reaches through this thread's fiber slot. Lives
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
@@ -103,14 +169,15 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
     let stack = stacks::take(size)?;
     let limit = stack.limit().get();
     let scheduler = scheduler.as_ref();
-    Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), *const SwitchedOut>, ()| {
+    let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), *const SwitchedOut>, ()| {
         let context = FiberContext { yielder, limit, size, switched_out: Cell::new(false) };
         set_current(&context);
         // SAFETY: the scheduler outlives its drainers' fibers: a fiber
         // lives while its drainer runs, or while its task is switched out,
         // which keeps the scheduler from being idle (`Scheduler::is_idle`).
         unsafe { scheduler.get() }.drain_loop(Some(&context))
-    }))
+    });
+    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }
 
 /// Runs `fiber` on this thread until its drain loop ends (`Some`) or its
@@ -119,11 +186,11 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
 pub(super) fn drive(mut fiber: Fiber) -> Option<LoopEnd> {
     loop {
         let outer = current_raw();
-        let result = fiber.resume(());
+        let result = fiber.tsan.run(|| fiber.coroutine.resume(()));
         set_current(outer);
         match result {
             CoroutineResult::Return(end) => {
-                stacks::give_back(fiber.into_stack());
+                stacks::give_back(fiber.coroutine.into_stack());
                 return Some(end);
             }
             // SAFETY: a fiber yields only the node of its task that
