@@ -9,9 +9,13 @@ with lit's BooleanExpression, as lit does:
   XFAIL        any expression holding (or `*`) makes a failure expected,
                and a pass unexpected.
 Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
-`mlir-N`, as lit.cfg.py sets them; and `fixed-lowering` when the programs'
+`mlir-N`, as lit.cfg.py sets them; `fixed-lowering` when the programs'
 async-parallel-for is our patched one (lit --param fixed_lowering=1, make
-lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`.
+lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`;
+and `deterministic-schedule` when the runs are under a deterministic schedule
+(scripts/corpus/explore.py), which runs one task at a time: a program whose
+task spins on memory until another task writes it says
+`UNSUPPORTED: deterministic-schedule`.
 
 Used by lit.cfg.py (the features), corpus.py, and every script that runs
 corpus programs (scripts/corpus/: run.py, stress.py, explore.py,
@@ -32,10 +36,12 @@ def runtime_kind(runtime, llvm_prefix):
     return 'cxx' if os.path.realpath(runtime).startswith(prefix + os.sep) else 'rust'
 
 
-def features(kind, mlir_number, fixed_lowering=False):
+def features(kind, mlir_number, fixed_lowering=False, deterministic=False):
     if kind not in KINDS:
         raise ValueError('runtime kind must be one of %s, not %r' % (', '.join(KINDS), kind))
-    return {kind + '-runtime', 'mlir-%d' % mlir_number} | ({'fixed-lowering'} if fixed_lowering else set())
+    return ({kind + '-runtime', 'mlir-%d' % mlir_number}
+            | ({'fixed-lowering'} if fixed_lowering else set())
+            | ({'deterministic-schedule'} if deterministic else set()))
 
 
 def _split(value):
