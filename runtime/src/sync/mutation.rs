@@ -29,3 +29,10 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 /// program thread queued a task meanwhile (that task is abandoned:
 /// issue 27's lost tasks).
 pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");
+
+/// (6) A drainer that stops looking for work (it found a task, or leaves)
+/// does not look at the other threads' next-task slots and deques again,
+/// so a task put in a slot while the producer saw it looking waits there
+/// until its owner's current task returns: forever, when that task spins
+/// on it (issue 25; `instance/threads/lookout.rs`).
+pub(crate) const SLOT_NO_RECHECK: bool = cfg!(feature = "mutation-slot-no-recheck");

@@ -23,6 +23,10 @@ mod blocked;
 pub(super) mod deques;
 pub(super) mod drainers;
 mod idle;
+mod lookout;
+#[cfg(all(test, loom))]
+mod loom_slot;
+mod slot;
 pub(crate) mod spares;
 pub(crate) mod wait;
 
@@ -38,8 +42,10 @@ use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
-use crate::instance::threads::deques::Deques;
+use crate::instance::threads::deques::{Deques, SlotPatience};
 use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
+use crate::instance::threads::lookout::Lookout;
+use crate::instance::threads::slot::Slot;
 use crate::instance::threads::spares::{SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -47,7 +53,7 @@ use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::AtomicBool;
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -79,9 +85,9 @@ pub(crate) struct Scheduler {
     /// costs nothing but the start of a new one when work comes (20,000
     /// fine-grained loops, 4 workers on 2 cores: 0.57 s with every idle
     /// drainer spinning, 0.34 s with one; threads/README.md, "How a thread
-    /// waits").
-    spinning: AtomicUsize,
-    max_spinning: usize,
+    /// waits"). A task put in a thread's slot starts a drainer only when
+    /// none looks for work (`lookout.rs`).
+    lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
 }
@@ -107,9 +113,11 @@ impl SchedulerRef {
 struct ThreadState {
     /// True while this thread's drainer holds a run permit.
     holds_permit: Cell<bool>,
-    /// This thread's next task: a continuation made ready by the task
-    /// running here, run as soon as that task returns.
-    next: Cell<Option<Task>>,
+    /// This thread's next-task slot (`slot.rs`), in its scheduler's
+    /// registry: a task made ready by the task running here, run as soon
+    /// as that task returns unless an idle thread takes it first. Null
+    /// until the thread first drains.
+    slot: Cell<*const Slot>,
     /// This thread's deque, registered with its scheduler when the thread
     /// first drained.
     deque: RefCell<Option<OwnedDeque>>,
@@ -138,7 +146,7 @@ thread_local! {
     static STATE: ThreadState = const {
         ThreadState {
             holds_permit: Cell::new(false),
-            next: Cell::new(None),
+            slot: Cell::new(std::ptr::null()),
             deque: RefCell::new(None),
         }
     };
@@ -196,14 +204,15 @@ pub(super) fn forget_thread_context() {
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
-        std::mem::forget(s.next.take());
+        // The slot is the forgotten scheduler's memory.
+        s.slot.set(std::ptr::null());
         if let Ok(mut deque) = s.deque.try_borrow_mut() {
             std::mem::forget(deque.take());
         }
     });
 }
 
-/// How many idle drainers may look for work at once (`Scheduler::spinning`).
+/// How many idle drainers may look for work at once (`Scheduler::lookout`).
 fn max_spinning(workers: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cores / 2).clamp(1, workers.max(1))
@@ -236,8 +245,7 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
-            spinning: AtomicUsize::new(0),
-            max_spinning: max_spinning(config.workers),
+            lookout: Lookout::new(max_spinning(config.workers)),
             stuck_reported: AtomicBool::new(false),
         })
     }
@@ -267,18 +275,18 @@ impl Scheduler {
     /// A task made ready on this scheduler's own thread: by a completion
     /// (a continuation) or by `mlirAsyncRuntimeExecute` inside a task.
     /// It goes to the thread's next-task slot and runs as soon as the
-    /// current task returns, on this thread: a dependency chain never hops
-    /// between cores, and a spawner's newest task runs first. The slot's
-    /// older occupant goes to the thread's deque, where an idle drainer may
-    /// steal it.
+    /// current task returns, on this thread: a dependency chain does not
+    /// hop between cores, and a spawner's newest task runs first. The
+    /// slot's older occupant goes to the thread's deque, where an idle
+    /// drainer may steal it.
     ///
-    /// A task in the slot cannot be taken by another drainer until the
-    /// current task returns. For a continuation that delays nothing in
-    /// compiled code: a task completes its token or value as its last step
-    /// (`async.yield`). A task that spawns and then computes holds one
-    /// spawned task back until it returns; every earlier one was pushed to
-    /// the deque by the next. A task that blocks in an `Await*` first moves
-    /// the slot's task to the queue ([`Blocked::begin`]).
+    /// The current task may go on for long, or wait for the task it made
+    /// ready without an `Await*` (a spin on memory): an idle drainer takes
+    /// a task that waits in a slot ([`Scheduler::next_task`]), and one is
+    /// started here if none is looking for work and a permit is free
+    /// (README.md, "The next-task slot"). A task that blocks in an
+    /// `Await*` first moves the slot's task to the queue
+    /// ([`Blocked::begin`]).
     pub(super) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
@@ -289,22 +297,44 @@ impl Scheduler {
             }
             fuzz::Detour::Usual => {}
         }
-        if let Some(older) = with_state(|s| s.next.replace(Some(task))) {
-            with_state(|s| match s.deque.borrow().as_ref() {
-                Some(deque) => deque.worker.push(older),
-                None => unreachable!("a drainer registers its deque first"),
-            });
-            self.start_drainer(self.drainers.after_push());
+        with_state(|s| {
+            // SAFETY: a drainer of this scheduler (`is_current`) registered
+            // its slot first.
+            let slot = unsafe { &*s.slot.get() };
+            if let Some(older) = slot.put(task) {
+                match s.deque.borrow().as_ref() {
+                    Some(deque) => deque.worker.push(older),
+                    None => unreachable!("a drainer registers its deque first"),
+                }
+            }
+        });
+        self.after_local_push();
+    }
+
+    /// After a task was put in this thread's slot or deque: starts a
+    /// drainer if none looks for work and a permit is free (`lookout.rs`).
+    #[inline(always)]
+    fn after_local_push(&self) {
+        if self.lookout.should_start(&self.drainers) {
+            self.start_drainer(self.drainers.try_start());
         }
+    }
+
+    /// After a drainer stopped looking for work, or left: starts a drainer
+    /// for a task waiting in another thread's slot or deque if no other
+    /// drainer looks for work and a permit is free (`lookout.rs`).
+    fn after_looking(&self) {
+        self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
     /// newest, the queue's oldest (one task, never a batch: see below), or
     /// one stolen from another thread's deque (with a batch of that deque's
     /// into this one).
-    fn next_task(&self) -> Option<(Task, Route)> {
+    fn next_task(&self, patience: &mut SlotPatience) -> Option<(Task, Route)> {
         with_state(|s| {
-            if let Some(task) = s.next.take() {
+            // SAFETY: this drainer registered its slot first.
+            if let Some(task) = unsafe { &*s.slot.get() }.take_own() {
                 return Some((task, Route::Slot));
             }
             let deque = s.deque.borrow();
@@ -324,7 +354,12 @@ impl Scheduler {
                     Steal::Retry => {}
                 }
             }
-            self.deques.steal(&deque.worker, deque.slot).map(|task| (task, Route::Queued))
+            if let Some(task) = self.deques.steal(&deque.worker, deque.slot) {
+                return Some((task, Route::Queued));
+            }
+            // Last, a task waiting in another thread's slot, once it has
+            // waited there long enough (see `SlotPatience`).
+            self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
         })
     }
 
@@ -337,7 +372,8 @@ impl Scheduler {
                     local.push(task);
                 }
             }
-            (s.next.take(), local)
+            // SAFETY: the slot, if set, is this scheduler's (`current`).
+            (unsafe { s.slot.get().as_ref() }.and_then(Slot::take_own), local)
         });
         // Oldest first, as thieves would have taken them.
         local.reverse();
@@ -360,6 +396,7 @@ impl Scheduler {
                 Some(spare) => self.config.workers + spare.slot(),
             };
             let worker = self.deques.register(slot);
+            s.slot.set(self.deques.slot(slot));
             *deque = Some(OwnedDeque { owner: self, slot, worker });
         });
     }
@@ -412,16 +449,24 @@ impl Scheduler {
         });
         let mut idle = Backoff::new(IDLE_SPINS, IDLE_YIELDS);
         let mut spinning = false;
+        let mut patience = SlotPatience::default();
+        // Went through the idle path since the last task: the backoff and
+        // the patience start over at the next task.
+        let mut idled = false;
         loop {
-            if let Some((task, route)) = self.next_task() {
-                idle.reset();
+            if let Some((task, route)) = self.next_task(&mut patience) {
+                if idled {
+                    idled = false;
+                    idle.reset();
+                    patience.reset();
+                }
                 if spinning {
                     spinning = false;
-                    // Relaxed, here and below: the count only caps how many
-                    // drainers spin; nothing is published through it, and
-                    // a drainer that leaves because of a stale count is as
-                    // safe as one whose backoff ran out.
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
+                    // A producer that saw this drainer looking started no
+                    // drainer for the task it put in its slot: look at the
+                    // slots again (`lookout.rs`).
+                    self.lookout.stop_looking();
+                    self.after_looking();
                 }
                 fuzz::before_task();
                 observe::run_task(task, route);
@@ -437,31 +482,41 @@ impl Scheduler {
                 self.release_local_tasks();
                 break;
             }
+            idled = true;
+            // Nothing found on the last look: leave. (Every way out below
+            // goes through one last look, which takes a task waiting in
+            // another thread's slot however short it waited: a drainer
+            // leaves only when no slot holds one.)
+            if patience.is_last_look() {
+                break;
+            }
             // Somebody waits for this scheduler to go idle (a harness
             // between two runs, the destroy hook): a drainer without a task
             // leaves now instead of spinning that wait out.
             if self.idle.has_waiters() {
-                break;
+                patience.set_last_look(true);
+                continue;
             }
             // Enough drainers look for work already: leave (see
-            // `Scheduler::spinning`). Counted from the first spin round,
+            // `Scheduler::lookout`). Counted from the first spin round,
             // not the first yield: a cap on the yielding ones only was
             // slower than no cap (4 workers on 2 cores, fine-grained loops:
             // 0.82 s against 0.57 s; this cap 0.34 s).
             if !spinning {
-                if self.spinning.fetch_add(1, Ordering::Relaxed) >= self.max_spinning {
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                    break;
+                if !self.lookout.start_looking() {
+                    patience.set_last_look(true);
+                    continue;
                 }
                 spinning = true;
             }
             if idle.snooze() {
+                patience.next_round();
                 continue;
             }
-            break;
+            patience.set_last_look(true);
         }
         if spinning {
-            self.spinning.fetch_sub(1, Ordering::Relaxed);
+            self.lookout.stop_looking();
         }
         let holds_permit = with_state(|s| {
             tls::with(|slots| slots.draining.set(std::ptr::null()));
@@ -482,8 +537,11 @@ impl Scheduler {
     fn after_leave(&self, after: Snapshot) {
         match self.drainers.after_leave(after, || self.queue.is_empty()) {
             AfterLeave::Start(start) => self.start_drainer(start),
+            // No drainer is alive, so no slot or deque holds a task.
             AfterLeave::Idle => self.idle.notify(),
-            AfterLeave::Nothing => {}
+            // A task may wait in another thread's slot or deque, put there
+            // after this drainer's last look.
+            AfterLeave::Nothing => self.after_looking(),
         }
     }
 
@@ -556,6 +614,7 @@ mod loom_models {
 
     use super::*;
     use crate::instance::threads::spares::{spawn_thread, SpawnFn};
+    use crate::sync::Ordering;
     use crate::sync::thread::JoinHandle;
 
     struct Model {
