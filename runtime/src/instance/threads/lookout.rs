@@ -63,8 +63,9 @@ impl Lookout {
         // SeqCst fence: orders the put before the load of the count and
         // the word; `after_looking` has the other side.
         fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        self.looking.load(Ordering::Relaxed) == 0 && drainers.permit_free()
+        // Relaxed: ordered by the fence. (The permits first: with every
+        // permit taken, the usual case of a busy pool, that is one load.)
+        drainers.permit_free() && self.looking.load(Ordering::Relaxed) == 0
     }
 
     /// After a drainer stopped looking for work or left (or blocked, or

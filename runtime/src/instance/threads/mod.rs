@@ -174,6 +174,20 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
     }
 }
 
+/// This thread's state, on a thread that runs a drain loop: its state is
+/// registered ([`Scheduler::run_drainer`] registers it before anything
+/// else).
+///
+/// # Safety
+/// The calling thread runs a scheduler's drain loop.
+#[inline(always)]
+unsafe fn drainer_state<'a>() -> &'a ThreadState {
+    let ptr = tls::with(|slots| slots.thread_state.get()).cast::<ThreadState>();
+    // SAFETY: per the contract the slot points to this thread's `STATE`,
+    // which lives while the thread runs; the borrow stays on this thread.
+    unsafe { &*ptr }
+}
+
 /// The scheduler whose task runs on this thread, if any.
 #[inline(always)]
 pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
@@ -297,17 +311,17 @@ impl Scheduler {
             }
             fuzz::Detour::Usual => {}
         }
-        with_state(|s| {
-            // SAFETY: a drainer of this scheduler (`is_current`) registered
-            // its slot first.
-            let slot = unsafe { &*s.slot.get() };
-            if let Some(older) = slot.put(task) {
-                match s.deque.borrow().as_ref() {
-                    Some(deque) => deque.worker.push(older),
-                    None => unreachable!("a drainer registers its deque first"),
-                }
+        // SAFETY: this thread runs this scheduler's drain loop
+        // (`is_current`), which registered its state, slot and deque first.
+        let s = unsafe { drainer_state() };
+        // SAFETY: as above.
+        let slot = unsafe { &*s.slot.get() };
+        if let Some(older) = slot.put(task) {
+            match s.deque.borrow().as_ref() {
+                Some(deque) => deque.worker.push(older),
+                None => unreachable!("a drainer registers its deque first"),
             }
-        });
+        }
         self.after_local_push();
     }
 
@@ -332,7 +346,9 @@ impl Scheduler {
     /// one stolen from another thread's deque (with a batch of that deque's
     /// into this one).
     fn next_task(&self, patience: &mut SlotPatience) -> Option<(Task, Route)> {
-        with_state(|s| {
+        // SAFETY: called by the drain loop, which registered its state.
+        let s = unsafe { drainer_state() };
+        {
             // SAFETY: this drainer registered its slot first.
             if let Some(task) = unsafe { &*s.slot.get() }.take_own() {
                 return Some((task, Route::Slot));
@@ -360,7 +376,7 @@ impl Scheduler {
             // Last, a task waiting in another thread's slot, once it has
             // waited there long enough (see `SlotPatience`).
             self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
-        })
+        }
     }
 
     /// See [`release_local_tasks`].
@@ -459,14 +475,14 @@ impl Scheduler {
                     idled = false;
                     idle.reset();
                     patience.reset();
-                }
-                if spinning {
-                    spinning = false;
-                    // A producer that saw this drainer looking started no
-                    // drainer for the task it put in its slot: look at the
-                    // slots again (`lookout.rs`).
-                    self.lookout.stop_looking();
-                    self.after_looking();
+                    if spinning {
+                        spinning = false;
+                        // A producer that saw this drainer looking started
+                        // no drainer for the task it put in its slot: look
+                        // at the slots again (`lookout.rs`).
+                        self.lookout.stop_looking();
+                        self.after_looking();
+                    }
                 }
                 fuzz::before_task();
                 observe::run_task(task, route);

@@ -70,28 +70,25 @@ impl Slot {
         // the write below must follow. (Only this thread fills the slot.)
         let state = self.state.load(Ordering::Acquire);
         if state & TAG != EMPTY {
-            return self.put_into_occupied(state, task);
+            if let Some(older) = self.take_from(state) {
+                // Our compare-and-swap emptied it (it was FULL): nobody
+                // else changes an empty slot.
+                self.fill(state & !TAG, task);
+                return Some(older);
+            }
+            return self.put_after_thief(task);
         }
         self.fill(state, task);
         None
     }
 
-    /// `put` when the slot was not empty: its older task (or `task`, if a
-    /// thief is copying the older one out) goes elsewhere.
+    /// `put` when a thief took or is taking the older task: if it is still
+    /// copying it out, `task` goes elsewhere.
     #[cold]
-    fn put_into_occupied(&self, state: usize, task: Task) -> Option<Task> {
-        if state & TAG == FULL {
-            if let Some(older) = self.take_from(state) {
-                // Our compare-and-swap emptied it: nobody else changes an
-                // empty slot.
-                self.fill(state & !TAG, task);
-                return Some(older);
-            }
-        }
-        // A thief took or is taking the older task.
+    fn put_after_thief(&self, task: Task) -> Option<Task> {
+        // Acquire: see `put`.
         let state = self.state.load(Ordering::Acquire);
         if state & TAG != EMPTY {
-            // It is still copying it out: not now.
             return Some(task);
         }
         self.fill(state, task);
@@ -112,20 +109,19 @@ impl Slot {
     /// Owner only: takes the slot's task back, if a thief did not take it.
     #[inline(always)]
     pub(super) fn take_own(&self) -> Option<Task> {
-        // Relaxed: the owner put the task itself.
-        let state = self.state.load(Ordering::Relaxed);
-        if state & TAG != FULL {
-            return None;
-        }
-        self.take_from(state)
+        // Relaxed: the owner put the task itself. No test of the tag
+        // first: the compare-and-swap against FULL fails on an empty slot.
+        self.take_from(self.state.load(Ordering::Relaxed))
     }
 
-    /// The owner's FULL -> EMPTY from `state`.
+    /// The owner's FULL -> EMPTY, for the stamp of `state` (whatever its
+    /// tag): fails unless the slot is FULL with that stamp.
     #[inline(always)]
     fn take_from(&self, state: usize) -> Option<Task> {
-        // Relaxed: the owner wrote the task; a failure means a thief moved
-        // the slot out of FULL and has the task.
-        self.state.compare_exchange(state, state & !TAG, Ordering::Relaxed, Ordering::Relaxed).ok()?;
+        let empty = state & !TAG;
+        // Relaxed: the owner wrote the task; a failure means the slot is
+        // empty, or a thief moved it out of FULL and has the task.
+        self.state.compare_exchange(empty | FULL, empty, Ordering::Relaxed, Ordering::Relaxed).ok()?;
         // SAFETY: our compare-and-swap took the slot out of FULL: the
         // task is ours, and nobody else reads the cell.
         Some(self.task.with_mut(|cell| unsafe { (*cell).assume_init_read() }))
