@@ -4,14 +4,17 @@
 // the child where no idle thread can take it (an earlier version of ours:
 // the thread's next-task slot, stolen by nobody) runs them one after the
 // other. The serial variant (FORK_JOIN_SERIAL=1) does both halves in the
-// task, one after the other: `make bench-fork-join` times the two against
-// each other (the fork-join run takes at most 0.55 of the serial one on
-// two workers; bench/README.md).
+// task, one after the other: timed against each other with the default
+// size, the fork-join run takes at most 0.55 of the serial one on two
+// workers (bench/README.md, "Fork-join").
 //
 // Each half is STEPS (default 300,000,000; the environment variable
 // FORK_JOIN_STEPS overrides it) steps of a 64-bit linear congruential
 // generator; both halves print the generator's final state, which does not
-// depend on how they were scheduled.
+// depend on how they were scheduled. The second line is the seconds between
+// the start of the task and the end of main's await (JIT compilation
+// excluded), the figure to compare.
+// REFERENCE-IGNORE: ^fork-join seconds:
 
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 FORK_JOIN_STEPS=3000000 %run_async | FileCheck %s
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 FORK_JOIN_STEPS=3000000 FORK_JOIN_SERIAL=1 %run_async | FileCheck %s
@@ -20,6 +23,7 @@ llvm.mlir.global internal constant @steps_var("FORK_JOIN_STEPS\00") {addr_space 
 llvm.mlir.global internal constant @serial_var("FORK_JOIN_SERIAL\00") {addr_space = 0 : i32}
 llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
 llvm.func @atol(!llvm.ptr) -> i64
+func.func private @rtclock() -> f64
 
 // $FORK_JOIN_STEPS, else 300,000,000.
 func.func @steps() -> i64 {
@@ -64,6 +68,7 @@ func.func @main() {
   %serial = func.call @serial() : () -> i1
   %seed1 = arith.constant 1442695040888963407 : i64
   %seed2 = arith.constant 7 : i64
+  %t0 = func.call @rtclock() : () -> f64
   %t, %v = async.execute -> !async.value<i64> {
     %r = scf.if %serial -> i64 {
       %x = func.call @work(%n, %seed1) : (i64, i64) -> i64
@@ -83,8 +88,13 @@ func.func @main() {
     async.yield %r : i64
   }
   %r = async.await %v : !async.value<i64>
+  %t1 = func.call @rtclock() : () -> f64
+  %dt = arith.subf %t1, %t0 : f64
   // CHECK: fork-join: -8446277021603281720{{$}}
+  // CHECK-NEXT: fork-join seconds: {{[0-9.e+-]+$}}
   vector.print str "fork-join: "
   vector.print %r : i64
+  vector.print str "fork-join seconds: "
+  vector.print %dt : f64
   return
 }

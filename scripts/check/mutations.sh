@@ -84,6 +84,14 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
 
+# (6) a drainer that stops looking for work does not look at the other
+# threads' next-task slots again after its decrement: loom finds the task
+# that the slot's owner put there while it saw that drainer looking stranded
+# (issue 25: a task spinning on the child it started never finished).
+run 6-slot-no-recheck-loom mutation-slot-no-recheck caught "the task put in the slot was stranded" -- \
+    "${loom[@]}" --features mutation-slot-no-recheck --lib -- --exact \
+    instance::threads::loom_slot::a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken
+
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)
