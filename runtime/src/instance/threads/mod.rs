@@ -52,6 +52,7 @@ use crate::probe::observe;
 use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
+use crate::sync::thread;
 use crate::sync::tls;
 use crate::sync::AtomicBool;
 
@@ -374,7 +375,12 @@ impl Scheduler {
                 return Some((task, Route::Queued));
             }
             // Last, a task waiting in another thread's slot, once it has
-            // waited there long enough (see `SlotPatience`).
+            // waited there long enough (see `SlotPatience`). Looked at
+            // every few idle rounds only: each look pulls the cache line
+            // that the slot's owner writes twice a task.
+            if !patience.looks_at_slots() {
+                return None;
+            }
             self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
         }
     }
@@ -526,6 +532,16 @@ impl Scheduler {
                 spinning = true;
             }
             if idle.snooze() {
+                patience.next_round();
+                continue;
+            }
+            if patience.saw_waiting() {
+                // A task waits in another thread's slot: keep looking
+                // (yielding the core) until its owner takes it or it has
+                // waited long enough to be taken here. Leaving would need
+                // a new drainer for it at once, and taking it now would
+                // move a dependency chain to this core at every backoff.
+                thread::yield_now();
                 patience.next_round();
                 continue;
             }
