@@ -125,9 +125,10 @@ impl Deques {
 /// before it takes it: the owner usually takes it itself within
 /// microseconds (the next link of a dependency chain, which then runs on
 /// the same core), so a thief takes it only after seeing the same task
-/// (the same [`Stamp`]) for [`SlotPatience::ROUNDS`] of its idle rounds, or
-/// on its last look before it leaves, as Go's scheduler steals its `runnext`
-/// only on its last stealing pass (and after 3 µs).
+/// (the same [`Stamp`]) for [`SlotPatience::ROUNDS`] of its idle rounds
+/// (and a drainer that sees such a task does not leave meanwhile), or on
+/// its last look before it leaves for another reason, as Go's scheduler
+/// steals its `runnext` only on its last stealing pass (and after 3 µs).
 #[derive(Default)]
 pub(super) struct SlotPatience {
     /// The task being watched: its thread's slot and stamp, and the idle
