@@ -160,6 +160,9 @@ fn scenario(name: &str, workers: &str) -> ChildRun {
             ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
             ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "64"),
             ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "0"),
+            // Spare threads stand in for blocked ones only where tasks
+            // block their threads: task stacks off (or refused).
+            ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
         ],
         Duration::from_secs(60),
     )

@@ -91,20 +91,27 @@ run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caugh
 run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
     "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
     instance::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
-# (7) the accessors of the thread-locals read after a task switched back
+# (7) a drainer that stops looking for work does not look at the other
+# threads' next-task slots again after its decrement: loom finds the task
+# that the slot's owner put there while it saw that drainer looking stranded
+# (issue 25: a task spinning on the child it started never finished).
+run 7-slot-no-recheck-loom mutation-slot-no-recheck caught "the task put in the slot was stranded" -- \
+    "${loom[@]}" --features mutation-slot-no-recheck --lib -- --exact \
+    instance::threads::loom_slot::a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken
+# (8) the accessors of the thread-locals read after a task switched back
 # in are inlined: the frame that switched keeps the addresses it computed
 # on the thread it left (llvm-project#98479), and the migration check finds
 # every migrated task's thread-locals stale.
 run baseline-migration "" pass "" -- "${normal[@]}" --test migration
-run 7-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
+run 8-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
     "${normal[@]}" --features mutation-tls-inline --test migration
-# (8) the drainer parks a switched-out task's fiber without checking that
+# (9) the drainer parks a switched-out task's fiber without checking that
 # the object completed meanwhile: loom finds the task never resumed.
-# (9) the hand-off's acquire/release orderings relaxed: loom finds the
+# (10) the hand-off's acquire/release orderings relaxed: loom finds the
 # resuming thread's read of the parked fiber unordered with its write.
-run 8-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
+run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
     "${loom[@]}" --features mutation-handoff-no-check --lib -- instance::threads::loom_handoff::
-run 9-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
+run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
     "${loom[@]}" --features mutation-handoff-relaxed --lib -- instance::threads::loom_handoff::
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan

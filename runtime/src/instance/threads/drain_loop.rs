@@ -2,6 +2,7 @@
 //! none, on task stacks (`fibers.rs`) or, with task stacks off or none to
 //! be had, on its thread's own stack (README.md beside this file).
 
+use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::drainers::DrainerKind;
 use crate::instance::threads::fibers::{self, FiberContext, LoopEnd};
 use crate::instance::threads::overflow;
@@ -10,8 +11,8 @@ use crate::instance::threads::{with_state, Scheduler, IDLE_SPINS, IDLE_YIELDS};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
+use crate::sync::thread;
 use crate::sync::tls;
-use crate::sync::Ordering;
 
 impl Scheduler {
 
@@ -71,16 +72,24 @@ impl Scheduler {
     pub(super) fn drain_loop(&self, fiber: Option<&FiberContext>) -> LoopEnd {
         let mut idle = Backoff::new(IDLE_SPINS, IDLE_YIELDS);
         let mut spinning = false;
+        let mut patience = SlotPatience::default();
+        // Went through the idle path since the last task: the backoff and
+        // the patience start over at the next task.
+        let mut idled = false;
         let end = loop {
-            if let Some((task, route)) = self.next_task() {
-                idle.reset();
-                if spinning {
-                    spinning = false;
-                    // Relaxed, here and below: the count only caps how many
-                    // drainers spin; nothing is published through it, and
-                    // a drainer that leaves because of a stale count is as
-                    // safe as one whose backoff ran out.
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
+            if let Some((task, route)) = self.next_task(&mut patience) {
+                if idled {
+                    idled = false;
+                    idle.reset();
+                    patience.reset();
+                    if spinning {
+                        spinning = false;
+                        // A producer that saw this drainer looking started
+                        // no drainer for the task it put in its slot: look
+                        // at the slots again (`lookout.rs`).
+                        self.lookout.stop_looking();
+                        self.after_looking();
+                    }
                 }
                 fuzz::before_task();
                 observe::run_task(task, route);
@@ -101,31 +110,51 @@ impl Scheduler {
                 self.release_local_tasks();
                 break LoopEnd::Left;
             }
+            idled = true;
+            // Nothing found on the last look: leave. (Every way out below
+            // goes through one last look, which takes a task waiting in
+            // another thread's slot however short it waited: a drainer
+            // leaves only when no slot holds one.)
+            if patience.is_last_look() {
+                break LoopEnd::Left;
+            }
             // Somebody waits for this scheduler to go idle (a harness
             // between two runs, the destroy hook): a drainer without a task
             // leaves now instead of spinning that wait out.
             if self.idle.has_waiters() {
-                break LoopEnd::Left;
+                patience.set_last_look(true);
+                continue;
             }
             // Enough drainers look for work already: leave (see
-            // `Scheduler::spinning`). Counted from the first spin round,
+            // `Scheduler::lookout`). Counted from the first spin round,
             // not the first yield: a cap on the yielding ones only was
             // slower than no cap (4 workers on 2 cores, fine-grained loops:
             // 0.82 s against 0.57 s; this cap 0.34 s).
             if !spinning {
-                if self.spinning.fetch_add(1, Ordering::Relaxed) >= self.max_spinning {
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                    break LoopEnd::Left;
+                if !self.lookout.start_looking() {
+                    patience.set_last_look(true);
+                    continue;
                 }
                 spinning = true;
             }
             if idle.snooze() {
+                patience.next_round();
                 continue;
             }
-            break LoopEnd::Left;
+            if patience.saw_waiting() {
+                // A task waits in another thread's slot: keep looking
+                // (yielding the core) until its owner takes it or it has
+                // waited long enough to be taken here. Leaving would need
+                // a new drainer for it at once, and taking it now would
+                // move a dependency chain to this core at every backoff.
+                thread::yield_now();
+                patience.next_round();
+                continue;
+            }
+            patience.set_last_look(true);
         };
         if spinning {
-            self.spinning.fetch_sub(1, Ordering::Relaxed);
+            self.lookout.stop_looking();
         }
         end
     }

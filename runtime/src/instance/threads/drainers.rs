@@ -122,7 +122,7 @@ impl Drainers {
     }
 
     /// True when a permit is free, so a push should start a drainer.
-    fn permit_free(&self) -> bool {
+    pub(super) fn permit_free(&self) -> bool {
         (self.snapshot().permits() as u64) < self.workers
     }
 
@@ -155,7 +155,7 @@ impl Drainers {
         }
     }
 
-    fn start_if_permit_free(&self) -> Start {
+    pub(super) fn start_if_permit_free(&self) -> Start {
         if self.permit_free() {
             self.try_start()
         } else {

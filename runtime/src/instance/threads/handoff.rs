@@ -16,9 +16,9 @@
 //!
 //! The models in `loom_handoff.rs` check that every fiber is resumed
 //! exactly once, and that the slot's write happens before its read; they
-//! fail when the state check is taken out (mutation 8,
+//! fail when the state check is taken out (mutation 9,
 //! `mutation-handoff-no-check`) and when the orderings that order the
-//! slot's accesses are relaxed (mutation 9, `mutation-handoff-relaxed`).
+//! slot's accesses are relaxed (mutation 10, `mutation-handoff-relaxed`).
 
 use crate::sync::mutation;
 use crate::sync::{AtomicU8, Ordering};

@@ -3,7 +3,7 @@
 //! whichever side comes second resumes the task, exactly once, and the
 //! fiber stored by the drainer is visible to the thread that resumes it
 //! (loom's cell checks that the slot's write happens before its read).
-//! Without the state check (mutation 8) a completion that comes while the
+//! Without the state check (mutation 9) a completion that comes while the
 //! task is switching out is lost: the model finds the task never resumed.
 
 use std::sync::Arc;

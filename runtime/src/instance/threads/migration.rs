@@ -11,7 +11,7 @@
 //! A task resumed on another thread counts as a migration; a second
 //! reading that differs from the fresh one is a stale thread-local, said
 //! once on stderr and counted (`runtime/tests/migration.rs` asserts none).
-//! The accessors are `#[inline(never)]`; inlined (mutation 7), LLVM keeps
+//! The accessors are `#[inline(never)]`; inlined (mutation 8), LLVM keeps
 //! the addresses computed before the switch and the check finds them stale.
 
 use crate::instance::cached_instance_address;

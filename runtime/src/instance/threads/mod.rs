@@ -26,6 +26,7 @@ pub(super) mod drainers;
 mod fibers;
 mod handoff;
 mod idle;
+mod lookout;
 #[cfg(all(test, loom))]
 mod loom_drainers;
 #[cfg(all(test, loom))]
@@ -33,9 +34,12 @@ mod loom_handoff;
 #[cfg(all(test, loom))]
 mod loom_idle;
 #[cfg(all(test, loom))]
+mod loom_slot;
+#[cfg(all(test, loom))]
 mod loom_spares;
 pub(crate) mod migration;
 mod overflow;
+mod slot;
 pub(crate) mod spares;
 pub(crate) mod stacks;
 pub(crate) mod wait;
@@ -52,8 +56,10 @@ use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
-use crate::instance::threads::deques::Deques;
+use crate::instance::threads::deques::{Deques, SlotPatience};
 use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
+use crate::instance::threads::lookout::Lookout;
+use crate::instance::threads::slot::Slot;
 use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -92,9 +98,9 @@ pub(crate) struct Scheduler {
     /// costs nothing but the start of a new one when work comes (20,000
     /// fine-grained loops, 4 workers on 2 cores: 0.57 s with every idle
     /// drainer spinning, 0.34 s with one; threads/README.md, "How a thread
-    /// waits").
-    spinning: AtomicUsize,
-    max_spinning: usize,
+    /// waits"). A task put in a thread's slot starts a drainer only when
+    /// none looks for work (`lookout.rs`).
+    lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
     /// The one-line report of a thread start refused by the system was
@@ -126,9 +132,11 @@ impl SchedulerRef {
 struct ThreadState {
     /// True while this thread's drainer holds a run permit.
     holds_permit: Cell<bool>,
-    /// This thread's next task: a continuation made ready by the task
-    /// running here, run as soon as that task returns.
-    next: Cell<Option<Task>>,
+    /// This thread's next-task slot (`slot.rs`), in its scheduler's
+    /// registry: a task made ready by the task running here, run as soon
+    /// as that task returns unless an idle thread takes it first. Null
+    /// until the thread first drains.
+    slot: Cell<*const Slot>,
     /// This thread's deque, registered with its scheduler when the thread
     /// first drained.
     deque: RefCell<Option<OwnedDeque>>,
@@ -157,7 +165,7 @@ thread_local! {
     static STATE: ThreadState = const {
         ThreadState {
             holds_permit: Cell::new(false),
-            next: Cell::new(None),
+            slot: Cell::new(std::ptr::null()),
             deque: RefCell::new(None),
         }
     };
@@ -187,11 +195,25 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
 
 /// The address of this thread's scheduler state, its worker identity (the
 /// migration check, `migration.rs`). Never inlined, as every read of a
-/// thread-local after a task's switch (`sync/mutation.rs`, 7).
+/// thread-local after a task's switch (`sync/mutation.rs`, 8).
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 fn worker_address() -> usize {
     STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0)
+}
+
+/// This thread's state, on a thread that runs a drain loop: its state is
+/// registered ([`Scheduler::run_drainer`] registers it before anything
+/// else).
+///
+/// # Safety
+/// The calling thread runs a scheduler's drain loop.
+#[inline(always)]
+unsafe fn drainer_state<'a>() -> &'a ThreadState {
+    let ptr = tls::with(|slots| slots.thread_state.get()).cast::<ThreadState>();
+    // SAFETY: per the contract the slot points to this thread's `STATE`,
+    // which lives while the thread runs; the borrow stays on this thread.
+    unsafe { &*ptr }
 }
 
 /// The scheduler whose task runs on this thread, if any.
@@ -224,14 +246,15 @@ pub(super) fn forget_thread_context() {
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
-        std::mem::forget(s.next.take());
+        // The slot is the forgotten scheduler's memory.
+        s.slot.set(std::ptr::null());
         if let Ok(mut deque) = s.deque.try_borrow_mut() {
             std::mem::forget(deque.take());
         }
     });
 }
 
-/// How many idle drainers may look for work at once (`Scheduler::spinning`).
+/// How many idle drainers may look for work at once (`Scheduler::lookout`).
 fn max_spinning(workers: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cores / 2).clamp(1, workers.max(1))
@@ -264,8 +287,7 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
-            spinning: AtomicUsize::new(0),
-            max_spinning: max_spinning(config.workers),
+            lookout: Lookout::new(max_spinning(config.workers)),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
@@ -297,18 +319,18 @@ impl Scheduler {
     /// A task made ready on this scheduler's own thread: by a completion
     /// (a continuation) or by `mlirAsyncRuntimeExecute` inside a task.
     /// It goes to the thread's next-task slot and runs as soon as the
-    /// current task returns, on this thread: a dependency chain never hops
-    /// between cores, and a spawner's newest task runs first. The slot's
-    /// older occupant goes to the thread's deque, where an idle drainer may
-    /// steal it.
+    /// current task returns, on this thread: a dependency chain does not
+    /// hop between cores, and a spawner's newest task runs first. The
+    /// slot's older occupant goes to the thread's deque, where an idle
+    /// drainer may steal it.
     ///
-    /// A task in the slot cannot be taken by another drainer until the
-    /// current task returns. For a continuation that delays nothing in
-    /// compiled code: a task completes its token or value as its last step
-    /// (`async.yield`). A task that spawns and then computes holds one
-    /// spawned task back until it returns; every earlier one was pushed to
-    /// the deque by the next. A task that blocks in an `Await*` first moves
-    /// the slot's task to the queue ([`Blocked::begin`]).
+    /// The current task may go on for long, or wait for the task it made
+    /// ready without an `Await*` (a spin on memory): an idle drainer takes
+    /// a task that waits in a slot ([`Scheduler::next_task`]), and one is
+    /// started here if none is looking for work and a permit is free
+    /// (README.md, "The next-task slot"). A task that blocks in an
+    /// `Await*` first moves the slot's task to the queue
+    /// ([`Blocked::begin`]).
     pub(super) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
@@ -319,13 +341,34 @@ impl Scheduler {
             }
             fuzz::Detour::Usual => {}
         }
-        if let Some(older) = with_state(|s| s.next.replace(Some(task))) {
-            with_state(|s| match s.deque.borrow().as_ref() {
+        // SAFETY: this thread runs this scheduler's drain loop
+        // (`is_current`), which registered its state, slot and deque first.
+        let s = unsafe { drainer_state() };
+        // SAFETY: as above.
+        let slot = unsafe { &*s.slot.get() };
+        if let Some(older) = slot.put(task) {
+            match s.deque.borrow().as_ref() {
                 Some(deque) => deque.worker.push(older),
                 None => unreachable!("a drainer registers its deque first"),
-            });
-            self.start_drainer(self.drainers.after_push());
+            }
         }
+        self.after_local_push();
+    }
+
+    /// After a task was put in this thread's slot or deque: starts a
+    /// drainer if none looks for work and a permit is free (`lookout.rs`).
+    #[inline(always)]
+    fn after_local_push(&self) {
+        if self.lookout.should_start(&self.drainers) {
+            self.start_drainer(self.drainers.try_start());
+        }
+    }
+
+    /// After a drainer stopped looking for work, or left: starts a drainer
+    /// for a task waiting in another thread's slot or deque if no other
+    /// drainer looks for work and a permit is free (`lookout.rs`).
+    fn after_looking(&self) {
+        self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
     }
 
     /// Queues a task made ready on any thread: in this thread's slot when
@@ -356,9 +399,12 @@ impl Scheduler {
     /// newest, the queue's oldest (one task, never a batch: see below), or
     /// one stolen from another thread's deque (with a batch of that deque's
     /// into this one).
-    fn next_task(&self) -> Option<(Task, Route)> {
-        with_state(|s| {
-            if let Some(task) = s.next.take() {
+    fn next_task(&self, patience: &mut SlotPatience) -> Option<(Task, Route)> {
+        // SAFETY: called by the drain loop, which registered its state.
+        let s = unsafe { drainer_state() };
+        {
+            // SAFETY: this drainer registered its slot first.
+            if let Some(task) = unsafe { &*s.slot.get() }.take_own() {
                 return Some((task, Route::Slot));
             }
             let deque = s.deque.borrow();
@@ -378,8 +424,18 @@ impl Scheduler {
                     Steal::Retry => {}
                 }
             }
-            self.deques.steal(&deque.worker, deque.slot).map(|task| (task, Route::Queued))
-        })
+            if let Some(task) = self.deques.steal(&deque.worker, deque.slot) {
+                return Some((task, Route::Queued));
+            }
+            // Last, a task waiting in another thread's slot, once it has
+            // waited there long enough (see `SlotPatience`). Looked at
+            // every few idle rounds only: each look pulls the cache line
+            // that the slot's owner writes twice a task.
+            if !patience.looks_at_slots() {
+                return None;
+            }
+            self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
+        }
     }
 
     /// See [`release_local_tasks`].
@@ -391,7 +447,8 @@ impl Scheduler {
                     local.push(task);
                 }
             }
-            (s.next.take(), local)
+            // SAFETY: the slot, if set, is this scheduler's (`current`).
+            (unsafe { s.slot.get().as_ref() }.and_then(Slot::take_own), local)
         });
         // Oldest first, as thieves would have taken them.
         local.reverse();
@@ -414,6 +471,7 @@ impl Scheduler {
                 Some(spare) => self.config.workers + spare.slot(),
             };
             let worker = self.deques.register(slot);
+            s.slot.set(self.deques.slot(slot));
             *deque = Some(OwnedDeque { owner: self, slot, worker });
         });
     }
@@ -471,8 +529,11 @@ impl Scheduler {
     fn act_after_leave(&self, after: AfterLeave) {
         match after {
             AfterLeave::Start(start) => self.start_drainer(start),
+            // No drainer is alive, so no slot or deque holds a task.
             AfterLeave::Idle => self.idle.notify(),
-            AfterLeave::Nothing => {}
+            // A task may wait in another thread's slot or deque, put there
+            // after this drainer's last look.
+            AfterLeave::Nothing => self.after_looking(),
         }
     }
 
