@@ -38,6 +38,7 @@ use crate::probe::observe;
 use crate::instance::threads::handoff::Handoff;
 use crate::instance::threads::stacks::TaskStack;
 use crate::sync::tls;
+use crate::sync::Ordering;
 
 /// How a drain loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,5 +334,31 @@ fn after_switch_in(context: &FiberContext, observed: Option<u64>, left: u64) {
     observe::task_switched_in(left);
     if let Some(start) = observed {
         observe::wait_ended(start, true);
+    }
+}
+
+impl Scheduler {
+    /// Queues a task made ready on any thread: in this thread's slot when
+    /// it drains this scheduler, else in the queue.
+    pub(super) fn make_ready(&self, task: Task) {
+        if self.is_current() {
+            self.push_local(task)
+        } else {
+            self.push(task)
+        }
+    }
+
+    /// A task of this scheduler is about to switch out (called by the
+    /// drainer running it, so the scheduler is not idle meanwhile).
+    pub(super) fn switching_out(&self) {
+        // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
+        // not see the drainer gone before it sees the task switched out.
+        self.switched_out.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A switched-out task was taken up again, by a drainer (which keeps
+    /// the scheduler from being idle from here on).
+    pub(super) fn switched_in(&self) {
+        self.switched_out.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -15,7 +15,7 @@
 //! the addresses computed before the switch and the check finds them stale.
 
 use crate::instance::cached_instance_address;
-use crate::instance::threads::worker_address;
+use crate::instance::threads::{ThreadState, STATE};
 use crate::object::recycle::cache_address;
 use crate::probe::{fuzz, trace};
 use crate::sync::misuse::warn;
@@ -87,4 +87,13 @@ fn fresh() -> Addresses {
 /// stale, since the process started.
 pub(crate) fn results() -> (u64, u64) {
     (MIGRATIONS.load(Ordering::Relaxed), STALE.load(Ordering::Relaxed))
+}
+
+/// The address of this thread's scheduler state, its worker identity (the
+/// migration check, `migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 8).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(super) fn worker_address() -> usize {
+    STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0)
 }

@@ -193,15 +193,6 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
     }
 }
 
-/// The address of this thread's scheduler state, its worker identity (the
-/// migration check, `migration.rs`). Never inlined, as every read of a
-/// thread-local after a task's switch (`sync/mutation.rs`, 8).
-#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
-#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
-fn worker_address() -> usize {
-    STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0)
-}
-
 /// This thread's state, on a thread that runs a drain loop: its state is
 /// registered ([`Scheduler::run_drainer`] registers it before anything
 /// else).
@@ -369,30 +360,6 @@ impl Scheduler {
     /// drainer looks for work and a permit is free (`lookout.rs`).
     fn after_looking(&self) {
         self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
-    }
-
-    /// Queues a task made ready on any thread: in this thread's slot when
-    /// it drains this scheduler, else in the queue.
-    pub(super) fn make_ready(&self, task: Task) {
-        if self.is_current() {
-            self.push_local(task)
-        } else {
-            self.push(task)
-        }
-    }
-
-    /// A task of this scheduler is about to switch out (called by the
-    /// drainer running it, so the scheduler is not idle meanwhile).
-    pub(super) fn switching_out(&self) {
-        // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
-        // not see the drainer gone before it sees the task switched out.
-        self.switched_out.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// A switched-out task was taken up again, by a drainer (which keeps
-    /// the scheduler from being idle from here on).
-    pub(super) fn switched_in(&self) {
-        self.switched_out.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
