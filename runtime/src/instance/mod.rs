@@ -162,7 +162,7 @@ thread_local! {
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(super) fn cached_instance_address() -> usize {
-    CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0)
+    crate::sync::tls::fresh(CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0))
 }
 
 /// The current instance, started if there is none.

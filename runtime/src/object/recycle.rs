@@ -159,7 +159,7 @@ fn cache<'a>() -> Option<&'a Cache> {
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(crate) fn cache_address() -> usize {
-    cache().map_or(0, |cache| cache as *const Cache as usize)
+    tls::fresh(cache().map_or(0, |cache| cache as *const Cache as usize))
 }
 
 fn class_of(layout: Layout) -> Option<usize> {

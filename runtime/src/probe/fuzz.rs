@@ -55,7 +55,7 @@ thread_local! {
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(crate) fn stream_address() -> usize {
-    RNG.try_with(|rng| rng as *const _ as usize).unwrap_or(0)
+    crate::sync::tls::fresh(RNG.try_with(|rng| rng as *const _ as usize).unwrap_or(0))
 }
 
 /// True when fuzzing is on.

@@ -136,7 +136,7 @@ thread_local! {
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(crate) fn buffer_address() -> usize {
-    LOCAL.try_with(|local| local as *const _ as usize).unwrap_or(0)
+    crate::sync::tls::fresh(LOCAL.try_with(|local| local as *const _ as usize).unwrap_or(0))
 }
 
 /// The calling thread's lane name: its own name, else `main` for the

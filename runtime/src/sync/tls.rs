@@ -73,3 +73,16 @@ pub(crate) fn with<R>(f: impl FnOnce(&Slots) -> R) -> R {
     // thread or crosses to another one.
     f(unsafe { &*block() })
 }
+
+/// `address` (a thread-local's, read by an accessor after a task's
+/// switch), through an optimisation barrier. An accessor that only
+/// computes a thread-local's address is a pure function to LLVM
+/// (`memory(none)`): even `#[inline(never)]`, two calls of it within one
+/// activation may be merged across the call that switches the task to
+/// another thread (seen under ThreadSanitizer's build: the fuzzer's stream
+/// read stale after 1814 of 1814 migrations). The barrier gives the
+/// accessor a side effect, so every call computes the address anew.
+#[inline(always)]
+pub(crate) fn fresh(address: usize) -> usize {
+    std::hint::black_box(address)
+}

@@ -95,5 +95,5 @@ pub(crate) fn results() -> (u64, u64) {
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
 pub(super) fn worker_address() -> usize {
-    STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0)
+    crate::sync::tls::fresh(STATE.try_with(|state| state as *const ThreadState as usize).unwrap_or(0))
 }
