@@ -52,7 +52,6 @@ use crate::probe::observe;
 use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
-use crate::sync::thread;
 use crate::sync::tls;
 use crate::sync::AtomicBool;
 
@@ -66,6 +65,11 @@ pub(super) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// First busy-wait rounds, then rounds that yield the core.
 const IDLE_SPINS: u32 = 32;
 const IDLE_YIELDS: u32 = 64;
+
+/// How long an idle drainer whose backoff ran out sleeps between two looks
+/// at a task waiting in another thread's slot (`run_drainer`). A task whose
+/// owner spins on it is taken after 16 looks at most: under a millisecond.
+const SLOT_WAIT_NAP: Duration = Duration::from_micros(50);
 
 pub(crate) struct Scheduler {
     config: Config,
@@ -536,12 +540,16 @@ impl Scheduler {
                 continue;
             }
             if patience.saw_waiting() {
-                // A task waits in another thread's slot: keep looking
-                // (yielding the core) until its owner takes it or it has
-                // waited long enough to be taken here. Leaving would need
-                // a new drainer for it at once, and taking it now would
-                // move a dependency chain to this core at every backoff.
-                thread::yield_now();
+                // A task waits in another thread's slot: keep looking until
+                // its owner takes it or it has waited long enough to be
+                // taken here. Leaving would need a new drainer for it at
+                // once, and taking it now would move a dependency chain to
+                // this core at every backoff. Between two looks, sleep: a
+                // drainer that spun or yielded here slowed the chain on the
+                // other core (2 vCPUs of one machine share more than a
+                // cache line).
+                std::thread::sleep(SLOT_WAIT_NAP);
+                patience.napping();
                 patience.next_round();
                 continue;
             }
