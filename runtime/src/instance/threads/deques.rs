@@ -140,6 +140,9 @@ pub(super) struct SlotPatience {
     last_look: bool,
     /// The last look at the slots left a task in one.
     waiting: bool,
+    /// The drainer's backoff ran out while a task waits in a slot: it
+    /// sleeps between looks, and looks at every round.
+    napping: bool,
 }
 
 impl SlotPatience {
@@ -182,7 +185,12 @@ impl SlotPatience {
     /// slowed a dependency chain on the other core by 12% when the idle
     /// drainer looked at every round (nested-chain, 2 workers).
     pub(super) fn looks_at_slots(&self) -> bool {
-        self.last_look || self.round % Self::LOOK_EVERY == 0
+        self.last_look || self.napping || self.round % Self::LOOK_EVERY == 0
+    }
+
+    /// The drainer sleeps between its looks from now on.
+    pub(super) fn napping(&mut self) {
+        self.napping = true;
     }
 
     /// May the task seen as `stamp` in `slot` be taken now? Watches it if

@@ -7,11 +7,10 @@ use crate::instance::threads::drainers::DrainerKind;
 use crate::instance::threads::fibers::{self, FiberContext, LoopEnd};
 use crate::instance::threads::overflow;
 use crate::instance::threads::spares::SpareThread;
-use crate::instance::threads::{with_state, Scheduler, IDLE_SPINS, IDLE_YIELDS};
+use crate::instance::threads::{with_state, Scheduler, IDLE_SPINS, IDLE_YIELDS, SLOT_WAIT_NAP};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
-use crate::sync::thread;
 use crate::sync::tls;
 
 impl Scheduler {
@@ -142,12 +141,16 @@ impl Scheduler {
                 continue;
             }
             if patience.saw_waiting() {
-                // A task waits in another thread's slot: keep looking
-                // (yielding the core) until its owner takes it or it has
-                // waited long enough to be taken here. Leaving would need
-                // a new drainer for it at once, and taking it now would
-                // move a dependency chain to this core at every backoff.
-                thread::yield_now();
+                // A task waits in another thread's slot: keep looking until
+                // its owner takes it or it has waited long enough to be
+                // taken here. Leaving would need a new drainer for it at
+                // once, and taking it now would move a dependency chain to
+                // this core at every backoff. Between two looks, sleep: a
+                // drainer that spun or yielded here slowed the chain on the
+                // other core (2 vCPUs of one machine share more than a
+                // cache line).
+                std::thread::sleep(SLOT_WAIT_NAP);
+                patience.napping();
                 patience.next_round();
                 continue;
             }

@@ -79,6 +79,11 @@ pub(super) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 const IDLE_SPINS: u32 = 32;
 const IDLE_YIELDS: u32 = 64;
 
+/// How long an idle drainer whose backoff ran out sleeps between two looks
+/// at a task waiting in another thread's slot (`run_drainer`). A task whose
+/// owner spins on it is taken after 16 looks at most: under a millisecond.
+const SLOT_WAIT_NAP: Duration = Duration::from_micros(50);
+
 pub(crate) struct Scheduler {
     config: Config,
     queue: Injector<Task>,
