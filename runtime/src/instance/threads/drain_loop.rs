@@ -92,10 +92,16 @@ impl Scheduler {
                 }
                 fuzz::before_task();
                 observe::run_task(task, route);
-                if fiber.is_some_and(FiberContext::switched_out) {
-                    // This frame may be on another thread now: it touches
-                    // nothing of the thread's, and the fiber ends.
-                    return LoopEnd::SwitchedOut;
+                if let Some(fiber) = fiber {
+                    if fiber.switched_out() {
+                        // This frame may be on another thread now: it
+                        // touches nothing of the thread's, and the fiber
+                        // ends.
+                        return LoopEnd::SwitchedOut;
+                    }
+                    // On a fiber a task that blocks switches out; it never
+                    // gives this thread's permit away (`wait.rs`).
+                    continue;
                 }
                 if with_state(|s| s.holds_permit.get()) {
                     continue;

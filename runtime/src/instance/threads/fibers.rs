@@ -134,6 +134,7 @@ pub(super) struct FiberContext {
 }
 
 impl FiberContext {
+    #[inline(always)]
     pub(super) fn switched_out(&self) -> bool {
         self.switched_out.get()
     }
