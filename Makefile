@@ -60,7 +60,7 @@ CARGO_NET_OFFLINE ?= true
 export CARGO_NET_OFFLINE
 
 .DEFAULT_GOAL := all
-.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-cxx check-make
+.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-no-stacks lit-cxx check-make
 
 all: build ## the same as make build
 
