@@ -88,6 +88,27 @@ trace-loop: build ## trace of one fine-grained parallel loop: target/trace/loop.
 	$(PYTHON) scripts/bench/trace_loop.py --runtime $(RUNTIME_SO) --llvm-bin $(LLVM_BIN) \
 	  --trace-view $(CURDIR)/target/release/trace-view -o $(CURDIR)/target/trace/loop
 
-# The benchmark suite's part of make test: the floor runs the corpus, and
-# ours stays within its instruction and allocation budget.
-bench-ci: lit-floor bench-instr-check bench-loops-check ## the floor's corpus, the instruction budget, the loop lowerings (make test)
+# Many blocked tasks (issue 25; scripts/bench/blocked.py, bench/README.md):
+# mlir-tests/blocked-tasks.mlir with N tasks blocked at once, 2 workers, the
+# process's threads, RSS and mappings sampled.
+#   make bench-blocked          10,000 and 100,000 tasks on ours: a table
+#   make bench-blocked BENCH_BLOCKED_ARGS="--runtime $(CXX_RUNTIME) --tasks 2,3"
+#   make bench-blocked-check    10,000 tasks: completed, at most workers + 2
+#                               OS threads, at most 64 KiB of RSS per blocked
+#                               task (make test)
+BENCH_BLOCKED_ARGS ?=
+BENCH_BLOCKED = $(PYTHON) scripts/bench/blocked.py --runtime $(RUNTIME_SO) \
+	--harness $(HARNESS) --llvm-bin $(LLVM_BIN) --workers 2
+
+.PHONY: bench-blocked bench-blocked-check
+bench-blocked: build ## many blocked tasks: 10,000 and 100,000 tasks blocked at once, threads and RSS per task
+	$(BENCH_BLOCKED) $(BENCH_BLOCKED_ARGS)
+
+bench-blocked-check: build ## 10,000 blocked tasks complete with <= workers + 2 threads and <= 64 KiB RSS each (make test)
+	$(PYTHON) -m unittest discover -s scripts/bench -p 'test_blocked.py'
+	$(BENCH_BLOCKED) --tasks 10000 --check $(BENCH_BLOCKED_ARGS)
+
+# The benchmark suite's part of make test: the floor runs the corpus, ours
+# stays within its instruction and allocation budget, and holds 10,000
+# blocked tasks on 2 workers.
+bench-ci: lit-floor bench-instr-check bench-loops-check bench-blocked-check ## the floor's corpus, the instruction budget, the loop lowerings, 10,000 blocked tasks (make test)

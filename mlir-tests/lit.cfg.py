@@ -127,3 +127,9 @@ except ImportError:
 
 # Never inherit a worker count from the caller: tests set it explicitly.
 config.environment.pop('MLIR_ASYNC_RUNTIME_WORKERS', None)
+# --param task_stacks=0: every program with task stacks off (a task that
+# blocks blocks its thread; make lit-no-stacks, issue 25's opt-out).
+if lit_config.params.get('task_stacks', '1') == '0':
+    config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
+    config.available_features.add('no-task-stacks')
+    lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')

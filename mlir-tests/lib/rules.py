@@ -9,9 +9,16 @@ with lit's BooleanExpression, as lit does:
   XFAIL        any expression holding (or `*`) makes a failure expected,
                and a pass unexpected.
 Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
-`mlir-N`, as lit.cfg.py sets them; and `fixed-lowering` when the programs'
+`mlir-N`, as lit.cfg.py sets them; `fixed-lowering` when the programs'
 async-parallel-for is our patched one (lit --param fixed_lowering=1, make
 lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`.
+Two more, set by the runs that need them: `no-task-stacks` (lit --param
+task_stacks=0, make lit-no-stacks: MLIR_ASYNC_RUNTIME_TASK_STACKS=0), and
+`deterministic-schedule` when the runs are under a deterministic schedule
+(scripts/corpus/explore.py), which runs one task at a time, and no task on
+a stack of its own (a blocked task holds a thread): a program whose task
+spins on memory until another task writes it, or that needs 10,000 tasks
+blocked at once, says `UNSUPPORTED: deterministic-schedule`.
 
 Used by lit.cfg.py (the features), corpus.py, and every script that runs
 corpus programs (scripts/corpus/: run.py, stress.py, explore.py,
@@ -32,10 +39,12 @@ def runtime_kind(runtime, llvm_prefix):
     return 'cxx' if os.path.realpath(runtime).startswith(prefix + os.sep) else 'rust'
 
 
-def features(kind, mlir_number, fixed_lowering=False):
+def features(kind, mlir_number, fixed_lowering=False, deterministic=False):
     if kind not in KINDS:
         raise ValueError('runtime kind must be one of %s, not %r' % (', '.join(KINDS), kind))
-    return {kind + '-runtime', 'mlir-%d' % mlir_number} | ({'fixed-lowering'} if fixed_lowering else set())
+    return ({kind + '-runtime', 'mlir-%d' % mlir_number}
+            | ({'fixed-lowering'} if fixed_lowering else set())
+            | ({'deterministic-schedule'} if deterministic else set()))
 
 
 def _split(value):

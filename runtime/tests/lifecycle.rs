@@ -193,6 +193,50 @@ fn fork_while_busy(busy: Busy, children: usize) {
     __mlir_execution_engine_destroy();
 }
 
+/// Tasks blocked in an `Await*` (switched out on their stacks, or blocking
+/// their threads with task stacks off) when the destroy hook is called:
+/// destroy waits for them, as for any task in flight, and returns once the
+/// gate opened (from another thread, 50 ms later) and every one finished.
+fn destroy_with_blocked_tasks(rounds: usize) {
+    const TASKS: usize = 64;
+    for _ in 0..rounds {
+        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let started = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        for _ in 0..TASKS {
+            // SAFETY: the task owns one consumer reference to the gate.
+            unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
+            let (started, finished) = (Arc::clone(&started), Arc::clone(&finished));
+            let (h, r) = task(move || unsafe {
+                started.fetch_add(1, Ordering::SeqCst);
+                mlirAsyncRuntimeAwaitToken(gate.get());
+                mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+                finished.fetch_add(1, Ordering::SeqCst);
+            });
+            mlirAsyncRuntimeExecute(h, r);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while started.load(Ordering::SeqCst) < TASKS {
+            if Instant::now() > deadline {
+                eprintln!("scenario: only {} of {TASKS} tasks started", started.load(Ordering::SeqCst));
+                std::process::exit(HUNG);
+            }
+            thread::yield_now();
+        }
+        let opener = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            open(gate);
+        });
+        __mlir_execution_engine_destroy();
+        let done = finished.load(Ordering::SeqCst);
+        if done != TASKS {
+            eprintln!("scenario: destroy returned with {} of {TASKS} blocked tasks unfinished", TASKS - done);
+            std::process::exit(LOST);
+        }
+        opener.join().unwrap();
+    }
+}
+
 // ---- 2: tasks queued at the thread cap ---------------------------------------
 
 /// Five tasks queued from outside, each blocking on the previous one's
@@ -603,6 +647,7 @@ fn scenario_child() {
         "destroy-in-tls-destructor" => destroy_in_thread_local_destructor(),
         "destroy-while-queuing" => destroy_while_another_thread_queues(scaled(100)),
         "destroy-twice" => destroy_twice(scaled(10)),
+        "destroy-with-blocked" => destroy_with_blocked_tasks(scaled(5)),
         "endless-producer" => destroy_against_an_endless_producer(),
         other => panic!("unknown scenario {other}"),
     }
@@ -636,9 +681,38 @@ fn a_child_forked_while_another_thread_reads_the_counters_can_use_and_destroy_th
 fn a_child_forked_while_spares_start_and_exit_can_use_and_destroy_the_runtime() {
     assert_scenario(
         "fork-during-tasks",
-        &[("MLIR_ASYNC_RUNTIME_WORKERS", "1"), ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1")],
+        &[
+            ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
+            ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
+            ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
+        ],
         Duration::from_secs(120),
     );
+}
+
+/// The same with task stacks: at the fork, tasks of the parent are
+/// switched out on their stacks (and their stacks pooled, taken, given
+/// back); the child has none of them and uses the runtime as any process.
+#[test]
+#[cfg_attr(mlir_async_tsan, ignore = "ThreadSanitizer does not support fork in a multithreaded process")]
+fn a_child_forked_while_tasks_are_switched_out_can_use_and_destroy_the_runtime() {
+    assert_scenario("fork-during-tasks", &[("MLIR_ASYNC_RUNTIME_WORKERS", "1")], Duration::from_secs(120));
+}
+
+/// Destroy with tasks blocked in an `Await*`: switched out on their
+/// stacks, and (task stacks off) blocking their threads. Either way
+/// destroy waits for them and returns with every one finished.
+#[test]
+fn destroy_waits_for_tasks_switched_out_or_blocked() {
+    for stacks in ["1", "0"] {
+        for workers in ["1", "2"] {
+            assert_scenario(
+                "destroy-with-blocked",
+                &[("MLIR_ASYNC_RUNTIME_WORKERS", workers), ("MLIR_ASYNC_RUNTIME_TASK_STACKS", stacks)],
+                Duration::from_secs(60),
+            );
+        }
+    }
 }
 
 #[test]
@@ -664,13 +738,19 @@ fn a_child_forked_while_another_thread_destroys_and_traces_can_use_and_destroy_t
 /// first-in-first-out pool of N threads completes.
 #[test]
 fn a_chain_of_blocking_tasks_completes_at_every_cap() {
-    for (workers, cap) in [("1", "1"), ("1", "2"), ("2", "2"), ("1", "3"), ("2", "3"), ("2", "4")] {
-        let run = scenario(
-            "chain-of-five",
-            &[("MLIR_ASYNC_RUNTIME_WORKERS", workers), ("MLIR_ASYNC_RUNTIME_MAX_THREADS", cap)],
-            Duration::from_secs(30),
-        );
-        assert!(run.succeeded(), "{workers} worker(s), cap {cap}: {}", run.describe());
+    for stacks in ["1", "0"] {
+        for (workers, cap) in [("1", "1"), ("1", "2"), ("2", "2"), ("1", "3"), ("2", "3"), ("2", "4")] {
+            let run = scenario(
+                "chain-of-five",
+                &[
+                    ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
+                    ("MLIR_ASYNC_RUNTIME_MAX_THREADS", cap),
+                    ("MLIR_ASYNC_RUNTIME_TASK_STACKS", stacks),
+                ],
+                Duration::from_secs(30),
+            );
+            assert!(run.succeeded(), "{workers} worker(s), cap {cap}, stacks {stacks}: {}", run.describe());
+        }
     }
 }
 
@@ -686,6 +766,7 @@ fn a_task_queued_as_the_only_spare_goes_idle_runs() {
                 ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
                 ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "2"),
                 ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
+                ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
             ],
             Duration::from_secs(120),
         );
@@ -707,6 +788,7 @@ fn spares_that_expire_while_work_arrives_are_replaced() {
                 ("MLIR_ASYNC_RUNTIME_MAX_THREADS", cap),
                 ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
                 ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
+                ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
             ],
             Duration::from_secs(120),
         );
@@ -727,6 +809,7 @@ fn a_spare_started_as_the_last_one_ends_finds_a_slot() {
                 ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "2"),
                 ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
                 ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
+                ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
             ],
             Duration::from_secs(120),
         );

@@ -5,7 +5,8 @@ over 60 lines.
 
 A source file is a tracked .rs, .py, .sh, .c, .h or .cpp file; a test is a
 file under a `tests/` directory, a `test_*.py`, or a Rust file's trailing
-`#[cfg(test)]` / `#[cfg(all(test, ...))]` module, whose lines do not count.
+inline `#[cfg(test)]` / `#[cfg(all(test, ...))]` module, whose lines do not
+count.
 A function's lines run from its `fn` line to its closing brace, its doc
 comment and attributes aside.
 
@@ -21,6 +22,7 @@ import sys
 
 SOURCE = re.compile(r'\.(rs|py|sh|c|h|cpp)$')
 TEST_MOD = re.compile(r'^#\[cfg\((test|all\(test\b)')
+INLINE_MOD = re.compile(r'^(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{')
 FN = re.compile(r'^\s*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?(extern\s+"C"\s+)?fn\s+(\w+)')
 
 
@@ -30,12 +32,16 @@ def is_test(path):
 
 
 def code_lines(text, path):
-    """The file's lines, a Rust file's test modules left out."""
+    """The file's lines, a Rust file's trailing test module left out: from
+    a test `#[cfg]` whose item is an inline module (`mod tests {`). A
+    test-only declaration (`mod loom_x;`, a hook, a static) ends nothing."""
     lines = text.splitlines()
     if path.endswith('.rs'):
         for i, line in enumerate(lines):
             if TEST_MOD.match(line):
-                return lines[:i]
+                item = next((l for l in lines[i + 1:] if not l.lstrip().startswith('#[')), '')
+                if INLINE_MOD.match(item):
+                    return lines[:i]
     return lines
 
 

@@ -41,6 +41,14 @@ class SizesTest(unittest.TestCase):
         self.assertNotIn('t.rs', out)
         self.assertNotIn('m.rs', out)
 
+    def test_a_test_only_declaration_does_not_hide_the_rest_of_the_file(self):
+        long = 'fn a() {}\n' * 601
+        rc, out = self.check({'runtime/src/m.rs': '#[cfg(all(test, loom))]\nmod loom_m;\n' + long,
+                              'runtime/src/n.rs': '#[cfg(test)]\n#[allow(unused)]\npub(crate) mod t {\n' + long + '}\n'})
+        self.assertEqual(rc, 1)
+        self.assertIn('runtime/src/m.rs: 603 lines (at most 600)', out)
+        self.assertNotIn('n.rs', out)
+
     def test_declarations_and_strings_do_not_confuse_the_braces(self):
         text = 'extern "C" {\n    fn decl(x: i32);\n}\nfn f() {\n    let s = "}}}";\n    let c = \'{\';\n}\n' + fn('g', 3)
         self.assertEqual(sizes.functions(text.splitlines()), [('f', 4, 4), ('g', 8, 5)])

@@ -74,7 +74,8 @@ def corpus(a):
     # reference's runtime, the floor: a program UNSUPPORTED on the floor
     # (with its reason in the program) has no reference.
     mlir = toolchain.mlir_version(toolchain.prefix_of_bin(a.mlir_bin)).number
-    feats, reference_feats = rules.features('rust', mlir), rules.features('floor', mlir)
+    # Our runtime under a deterministic schedule: one task at a time.
+    feats, reference_feats = rules.features('rust', mlir, deterministic=True), rules.features('floor', mlir)
     for row in manifest.read(a.manifest):
         expected, why = rules.expectation(row, feats)
         if expected == 'unsupported' or (expected == 'xfail' and not a.reference):

@@ -78,6 +78,18 @@ pub fn run(args: &[&str]) -> Run {
     run_with_stdin(args, None)
 }
 
+/// Runs the harness with `env` added to its environment.
+#[allow(dead_code)]
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let out = Command::new(harness()).args(args).envs(env.iter().copied()).stdin(Stdio::null()).output().expect("cannot start jit-harness");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Runs the harness in directory `dir`.
 pub fn run_in(dir: &Path, args: &[&str]) -> Run {
     let out = Command::new(harness()).args(args).current_dir(dir).stdin(Stdio::null()).output().expect("cannot start jit-harness");

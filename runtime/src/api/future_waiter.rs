@@ -25,8 +25,9 @@
 //! that moved, a `select!` arm) replaces the waker in its node while the
 //! completion may be firing it. The slot follows the protocol of
 //! `futures`' `AtomicWaker` (written here over the runtime's own atomics,
-//! so that the loom models below explore it): a future writes the slot
-//! only after moving `state` from `WAITING` to `REGISTERING`; the fire
+//! so that the loom models in `loom_future_waiter.rs` explore it): a
+//! future writes the slot only after moving `state` from `WAITING` to
+//! `REGISTERING`; the fire
 //! function sets `WAKING`, and takes the waker only if it found `WAITING`.
 //! If it found `REGISTERING`, the future's move back to `WAITING` fails
 //! and the future wakes the waker itself; if the future finds `WAKING`, it
@@ -47,6 +48,11 @@ const WAITING: usize = 0;
 const REGISTERING: usize = 0b01;
 /// The completion fired the node.
 const WAKING: usize = 0b10;
+
+/// Nodes linked minus nodes freed: the loom models
+/// (`loom_future_waiter.rs`) check that it is back to zero after each run.
+#[cfg(all(test, loom))]
+pub(super) static LIVE_NODES: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
 
 /// The node: a [`Waiter`], the waker slot, and its two owners' count.
 #[repr(C)]
@@ -107,7 +113,7 @@ impl FutureWaiter {
         // node before the free; Acquire (for the last) orders the other's.
         if owners.fetch_sub(1, Ordering::AcqRel) == 1 {
             #[cfg(all(test, loom))]
-            tests::node_freed();
+            LIVE_NODES.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             // SAFETY: both shares are gone: nobody else touches the node;
             // it came from `Completion::new_node` and is taken once.
             drop(unsafe { take_node(node) });
@@ -146,7 +152,7 @@ impl Registration {
         match unsafe { completion.add_waiter(node.cast()) } {
             Ok(()) => {
                 #[cfg(all(test, loom))]
-                tests::node_linked();
+                LIVE_NODES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 // SAFETY: `new_node` never returns null.
                 Ok(Registration { node: unsafe { NonNull::new_unchecked(node) } })
             }
@@ -247,147 +253,5 @@ pub(super) fn poll_completion(
                 None => Poll::Pending,
             }
         }
-    }
-}
-
-/// Models of the waker registration against the completion, and against
-/// the future's drop: every interleaving of the node's protocol. Run with
-/// the crate's other loom models (`make loom`).
-#[cfg(all(test, loom))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicIsize, AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
-    use std::sync::{Arc, Mutex};
-    use std::task::{RawWaker, RawWakerVTable};
-
-    use loom::thread;
-
-    /// Nodes linked minus nodes freed (process-wide: one model at a time).
-    static NODES: AtomicIsize = AtomicIsize::new(0);
-    static SERIAL: Mutex<()> = Mutex::new(());
-
-    pub(super) fn node_linked() {
-        NODES.fetch_add(1, StdOrdering::SeqCst);
-    }
-
-    pub(super) fn node_freed() {
-        NODES.fetch_sub(1, StdOrdering::SeqCst);
-    }
-
-    /// A waker that counts its wakes.
-    fn counting_waker() -> (Waker, Arc<StdAtomicUsize>) {
-        fn clone(data: *const ()) -> RawWaker {
-            // SAFETY: `data` is an `Arc<StdAtomicUsize>` from `into_raw`.
-            unsafe { Arc::increment_strong_count(data.cast::<StdAtomicUsize>()) };
-            RawWaker::new(data, &VTABLE)
-        }
-        fn wake(data: *const ()) {
-            wake_by_ref(data);
-            drop_waker(data);
-        }
-        fn wake_by_ref(data: *const ()) {
-            // SAFETY: as above.
-            unsafe { &*data.cast::<StdAtomicUsize>() }.fetch_add(1, StdOrdering::SeqCst);
-        }
-        fn drop_waker(data: *const ()) {
-            // SAFETY: as above; one strong count per waker.
-            drop(unsafe { Arc::from_raw(data.cast::<StdAtomicUsize>()) });
-        }
-        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
-        let count = Arc::new(StdAtomicUsize::new(0));
-        let data = Arc::into_raw(Arc::clone(&count)).cast::<()>();
-        // SAFETY: the vtable's functions follow `RawWaker`'s contract.
-        (unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) }, count)
-    }
-
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        loom::model(move || {
-            f();
-            assert_eq!(NODES.load(StdOrdering::SeqCst), 0, "a node leaked or was freed twice");
-        });
-    }
-
-    /// The completion races the first poll: the future is ready at once,
-    /// or pending and then woken exactly once.
-    #[test]
-    fn completion_against_first_registration() {
-        model(|| {
-            let completion = Arc::new(Completion::pending());
-            let (waker, wakes) = counting_waker();
-            let completer = {
-                let completion = Arc::clone(&completion);
-                thread::spawn(move || completion.complete(Outcome::Available).unwrap())
-            };
-            let mut registration = None;
-            let first = poll_completion(&completion, &mut registration, &waker);
-            completer.join().unwrap();
-            match first {
-                Poll::Ready(outcome) => {
-                    assert_eq!(outcome, Outcome::Available);
-                    assert!(registration.is_none());
-                }
-                Poll::Pending => assert_eq!(wakes.load(StdOrdering::SeqCst), 1, "a pending future is woken once"),
-            }
-            assert_eq!(poll_completion(&completion, &mut registration, &waker), Poll::Ready(Outcome::Available));
-            if let Some(linked) = registration {
-                // SAFETY: the completion is alive.
-                unsafe { linked.release() };
-            }
-        });
-    }
-
-    /// A second poll with another waker races the completion: if that poll
-    /// returns pending, its waker (not only the first one) is woken.
-    #[test]
-    fn repoll_with_another_waker_against_completion() {
-        model(|| {
-            let completion = Arc::new(Completion::pending());
-            let (first_waker, _) = counting_waker();
-            let (second_waker, second_wakes) = counting_waker();
-            let mut registration = None;
-            assert_eq!(poll_completion(&completion, &mut registration, &first_waker), Poll::Pending);
-            let completer = {
-                let completion = Arc::clone(&completion);
-                thread::spawn(move || completion.complete(Outcome::Error).unwrap())
-            };
-            let second = poll_completion(&completion, &mut registration, &second_waker);
-            completer.join().unwrap();
-            match second {
-                Poll::Ready(outcome) => assert_eq!(outcome, Outcome::Error),
-                Poll::Pending => {
-                    assert!(second_wakes.load(StdOrdering::SeqCst) >= 1, "the latest waker must be woken")
-                }
-            }
-            // SAFETY: the completion is alive.
-            unsafe { registration.take().unwrap().release() };
-        });
-    }
-
-    /// A pending future is dropped while the completion fires its node: the
-    /// node is freed exactly once, by whichever side comes last, and the
-    /// waker is never used after the drop took it.
-    #[test]
-    fn drop_of_a_pending_future_against_completion() {
-        model(|| {
-            let completion = Arc::new(Completion::pending());
-            let (waker, _) = counting_waker();
-            // Two futures: the first node sits in the inline room, the
-            // second in a heap block.
-            let mut inline = None;
-            let mut heap = None;
-            assert_eq!(poll_completion(&completion, &mut inline, &waker), Poll::Pending);
-            assert_eq!(poll_completion(&completion, &mut heap, &waker), Poll::Pending);
-            let completer = {
-                let completion = Arc::clone(&completion);
-                thread::spawn(move || completion.complete(Outcome::Available).unwrap())
-            };
-            // SAFETY: the completion is alive (the `Arc`).
-            unsafe {
-                heap.take().unwrap().release();
-                inline.take().unwrap().release();
-            }
-            completer.join().unwrap();
-        });
     }
 }

@@ -9,4 +9,6 @@
 
 pub mod embed;
 pub(super) mod future_waiter;
+#[cfg(all(test, loom))]
+mod loom_future_waiter;
 pub mod handles;

@@ -55,6 +55,9 @@ pub enum Origin {
     AfterValue,
     /// A continuation after a group completed.
     AfterGroup,
+    /// A task that switched out of its thread in a blocking `Await*`,
+    /// resumed once the object completed (its stack went with it).
+    Resume,
 }
 
 impl Origin {
@@ -64,6 +67,7 @@ impl Origin {
             Origin::AfterToken => "after-token",
             Origin::AfterValue => "after-value",
             Origin::AfterGroup => "after-group",
+            Origin::Resume => "resume",
         }
     }
 
@@ -72,6 +76,7 @@ impl Origin {
             1 => Origin::AfterToken,
             2 => Origin::AfterValue,
             3 => Origin::AfterGroup,
+            4 => Origin::Resume,
             _ => Origin::Execute,
         }
     }

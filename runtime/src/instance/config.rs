@@ -18,6 +18,24 @@ pub(super) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
 /// that make spares expire and start again quickly.
 pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
 
+/// Environment variable that turns task stacks off (`0`): every task then
+/// runs on its thread's stack, and a task that blocks in an `Await*` blocks
+/// its thread, which a spare thread replaces (threads/README.md).
+pub(crate) const TASK_STACKS_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACKS";
+
+/// Environment variable that sets the size of a task's stack, in bytes
+/// (default [`DEFAULT_TASK_STACK_SIZE`]): a task that overflows its stack
+/// dies with one line naming it.
+pub(crate) const TASK_STACK_SIZE_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACK_SIZE";
+
+/// A task's stack: as large as a runtime thread's, so no program that ran
+/// on the threads overflows on a task stack. Reserved, with a guard page,
+/// and committed by the kernel only where touched.
+pub const DEFAULT_TASK_STACK_SIZE: usize = 8 << 20;
+
+/// The smallest task stack accepted (a value below is raised to it).
+const MIN_TASK_STACK_SIZE: usize = 64 << 10;
+
 /// The default keep-alive of an idle spare thread.
 pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
@@ -37,6 +55,11 @@ pub(crate) struct Config {
     pub(crate) max_threads: usize,
     /// How long an idle spare thread waits for work before it ends.
     pub(crate) spare_keep_alive: Duration,
+    /// Tasks run on stacks of their own, and one that blocks switches out
+    /// (false: `MLIR_ASYNC_RUNTIME_TASK_STACKS=0`).
+    pub(crate) task_stacks: bool,
+    /// The size of a task's stack, in bytes.
+    pub(crate) task_stack_size: usize,
 }
 
 impl Config {
@@ -52,6 +75,9 @@ impl Config {
         );
         config.spare_keep_alive =
             spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
+        config.task_stacks = task_stacks(std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
+        config.task_stack_size =
+            task_stack_size(std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(), &mut |line| warn(line));
         config
     }
 
@@ -91,7 +117,13 @@ impl Config {
                 )),
             }
         }
-        Config { workers: count, max_threads: max, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }
+        Config {
+            workers: count,
+            max_threads: max,
+            spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
+            task_stacks: true,
+            task_stack_size: DEFAULT_TASK_STACK_SIZE,
+        }
     }
 
     /// Spare threads at most: the cap less the workers.
@@ -116,6 +148,39 @@ fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration 
     }
 }
 
+/// Whether tasks get stacks of their own, from `text` (`0`, `off` or
+/// `false` turn them off; `1`, `on`, `true` or unset keep them), with one
+/// warning line if it is malformed.
+fn task_stacks(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
+    match text.map(str::trim) {
+        None | Some("" | "1" | "on" | "true") => true,
+        Some("0" | "off" | "false") => false,
+        Some(other) => {
+            warn(&format!("ignoring {TASK_STACKS_ENV}={other:?}: expected 0 or 1; task stacks stay on"));
+            true
+        }
+    }
+}
+
+/// A task stack's size from `text` (bytes), with one warning line if it is
+/// malformed or below the smallest accepted.
+fn task_stack_size(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> usize {
+    let Some(text) = text else { return DEFAULT_TASK_STACK_SIZE };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= MIN_TASK_STACK_SIZE => n,
+        Ok(n) => {
+            warn(&format!("{TASK_STACK_SIZE_ENV}={n} is below {MIN_TASK_STACK_SIZE} bytes; using {MIN_TASK_STACK_SIZE}"));
+            MIN_TASK_STACK_SIZE
+        }
+        Err(_) => {
+            warn(&format!(
+                "ignoring {TASK_STACK_SIZE_ENV}={text:?}: expected a size in bytes; using {DEFAULT_TASK_STACK_SIZE}"
+            ));
+            DEFAULT_TASK_STACK_SIZE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +193,14 @@ mod tests {
 
     #[test]
     fn defaults_to_the_machine_and_the_default_cap() {
-        assert_eq!(config(None, None), (Config { workers: 2, max_threads: DEFAULT_MAX_THREADS, spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE }, vec![]));
+        let expected = Config {
+            workers: 2,
+            max_threads: DEFAULT_MAX_THREADS,
+            spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
+            task_stacks: true,
+            task_stack_size: DEFAULT_TASK_STACK_SIZE,
+        };
+        assert_eq!(config(None, None), (expected, vec![]));
     }
 
     #[test]
@@ -163,6 +235,23 @@ mod tests {
     fn a_cap_below_the_default_workers_lowers_them() {
         let c = config(None, Some("1")).0;
         assert_eq!((c.workers, c.max_threads), (1, 1));
+    }
+
+    #[test]
+    fn reads_the_task_stacks_switch_and_size() {
+        let mut lines = Vec::new();
+        let mut warn = |l: &str| lines.push(l.to_string());
+        assert!(task_stacks(None, &mut warn));
+        assert!(!task_stacks(Some("0"), &mut warn));
+        assert!(task_stacks(Some(" 1 "), &mut warn));
+        assert_eq!(task_stack_size(None, &mut warn), DEFAULT_TASK_STACK_SIZE);
+        assert_eq!(task_stack_size(Some("1048576"), &mut warn), 1 << 20);
+        assert!(lines.is_empty(), "{lines:?}");
+        assert!(task_stacks(Some("maybe"), &mut |l| lines.push(l.to_string())));
+        assert_eq!(task_stack_size(Some("12"), &mut |l| lines.push(l.to_string())), MIN_TASK_STACK_SIZE);
+        assert_eq!(task_stack_size(Some("big"), &mut |l| lines.push(l.to_string())), DEFAULT_TASK_STACK_SIZE);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines.iter().all(|l| l.contains("MLIR_ASYNC_RUNTIME_TASK_STACK")), "{lines:?}");
     }
 
     #[test]

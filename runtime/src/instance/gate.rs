@@ -82,34 +82,3 @@ mod tests {
         gate.close_and_wait();
     }
 }
-
-#[cfg(all(test, loom))]
-mod loom_models {
-    use super::*;
-    use loom::sync::atomic::AtomicBool;
-    use loom::sync::Arc;
-
-    /// Destroy racing a spawner: the spawner's task is either queued while
-    /// the closer waits for it (so the drain sees it), or refused (so it
-    /// goes to a fresh instance); never queued after the closer's wait.
-    #[test]
-    fn close_against_enter() {
-        loom::model(|| {
-            let gate = Arc::new(Gate::new());
-            let queued = Arc::new(AtomicBool::new(false));
-            let (g, q) = (Arc::clone(&gate), Arc::clone(&queued));
-            let spawner = loom::thread::spawn(move || match g.enter() {
-                Some(_inside) => {
-                    q.store(true, Ordering::Relaxed);
-                    true
-                }
-                None => false,
-            });
-            gate.close_and_wait();
-            // What the drain would see: the queue after the wait.
-            let seen = queued.load(Ordering::Relaxed);
-            let entered = spawner.join().unwrap();
-            assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");
-        });
-    }
-}

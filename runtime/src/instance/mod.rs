@@ -33,6 +33,8 @@
 pub(crate) mod config;
 pub(crate) mod deterministic;
 pub(crate) mod gate;
+#[cfg(all(test, loom))]
+mod loom_gate;
 pub(crate) mod threads;
 
 use std::cell::RefCell;
@@ -153,6 +155,14 @@ thread_local! {
     /// The instance this thread (outside the pools) last queued on: saves
     /// the lock and a reference count per call. A closed gate refreshes it.
     static CACHED: RefCell<Option<Arc<Instance>>> = const { RefCell::new(None) };
+}
+
+/// This thread's cached instance's address, for `threads/migration.rs`
+/// (never inlined: `sync/mutation.rs`, 7).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(super) fn cached_instance_address() -> usize {
+    crate::sync::tls::fresh(CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0))
 }
 
 /// The current instance, started if there is none.
@@ -326,8 +336,7 @@ pub(crate) fn schedule_task_counts() -> (u64, u64) {
     deterministic::last_task_counts()
 }
 
-/// Scheduling steps of the current deterministic instance, or else of the
-/// last one destroyed.
+/// Scheduling steps of the current deterministic instance, else the last.
 pub(crate) fn schedule_steps() -> u64 {
     running_instance()
         .and_then(|instance| instance.deterministic().map(|executor| executor.steps()))
@@ -345,8 +354,6 @@ struct ResumeWaiter {
 unsafe impl WaiterNode for ResumeWaiter {}
 
 impl ResumeWaiter {
-    /// The waiter's fire function.
-    ///
     /// # Safety
     /// `node` is a `ResumeWaiter` from `Completion::new_node`, fired once.
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {

@@ -153,6 +153,15 @@ fn cache<'a>() -> Option<&'a Cache> {
     Some(unsafe { &*cache })
 }
 
+/// The address of this thread's free lists (the migration check,
+/// `instance/threads/migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 8).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(crate) fn cache_address() -> usize {
+    tls::fresh(cache().map_or(0, |cache| cache as *const Cache as usize))
+}
+
 fn class_of(layout: Layout) -> Option<usize> {
     (RECYCLING && layout.size() <= MAX_SIZE && layout.align() <= GRANULE && layout.size() > 0)
         .then(|| layout.size().div_ceil(GRANULE) - 1)

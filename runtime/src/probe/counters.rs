@@ -44,6 +44,16 @@ counters! {
     BlockingWaits => "blocking waits",
     /// ... of which on a runtime thread, which handed its place over.
     BlockingWaitsInTasks => "  in tasks (handed over)",
+    /// Tasks that switched out of their thread in a blocking `Await*`
+    /// (their stack went with them; threads/README.md).
+    TasksSwitchedOut => "  switched out (own stack)",
+    /// ... and were resumed on a thread other than the one they left.
+    TasksMigrated => "    resumed elsewhere",
+    /// Most task stacks in use at once (drainers' and switched-out tasks').
+    PeakTaskStacks => "peak task stacks in use",
+    /// Task stacks the kernel refused: the drainer ran its tasks on its
+    /// thread's stack instead, and a task that blocked blocked its thread.
+    TaskStacksRefused => "task stacks refused",
     /// Spare threads started to take the place of blocked ones.
     SpareThreadsStarted => "spare threads started",
     TokensCreated => "tokens created",
@@ -57,7 +67,7 @@ counters! {
 
 impl Counter {
     fn is_peak(self) -> bool {
-        matches!(self, Counter::PeakLiveObjects | Counter::PeakTasksQueued)
+        matches!(self, Counter::PeakLiveObjects | Counter::PeakTasksQueued | Counter::PeakTaskStacks)
     }
 }
 
@@ -109,6 +119,22 @@ pub(super) fn blocking_wait(in_task: bool) {
 
 pub(crate) fn spare_thread_started() {
     add(Counter::SpareThreadsStarted);
+}
+
+pub(super) fn task_switched_out() {
+    add(Counter::TasksSwitchedOut);
+}
+
+pub(super) fn task_migrated() {
+    add(Counter::TasksMigrated);
+}
+
+pub(super) fn task_stacks_in_use(in_use: usize) {
+    update(Counter::PeakTaskStacks, |peak| peak.max(in_use as u64));
+}
+
+pub(super) fn task_stack_refused() {
+    add(Counter::TaskStacksRefused);
 }
 
 /// An object of `kind` was created; `live` objects exist now.

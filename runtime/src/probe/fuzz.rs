@@ -49,6 +49,15 @@ thread_local! {
     static RNG: Cell<Option<Rand64>> = const { Cell::new(None) };
 }
 
+/// The address of this thread's stream (the migration check,
+/// `instance/threads/migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 8).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(crate) fn stream_address() -> usize {
+    crate::sync::tls::fresh(RNG.try_with(|rng| rng as *const _ as usize).unwrap_or(0))
+}
+
 /// True when fuzzing is on.
 #[inline(always)]
 pub(crate) fn enabled() -> bool {

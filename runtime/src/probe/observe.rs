@@ -16,8 +16,10 @@
 // Under loom every hook is off, so the switch itself goes unused.
 #![cfg_attr(loom, allow(dead_code))]
 
+use std::cell::Cell;
+
 use crate::base::kind::Kind;
-use crate::base::task::{Route, Task};
+use crate::base::task::{Origin, Route, Task};
 use crate::probe::clock;
 use crate::probe::counters;
 use crate::probe::trace;
@@ -109,13 +111,118 @@ pub(crate) fn run_task(task: Task, route: Route) {
 #[inline(never)]
 fn run_recorded(bits: u8, task: Task, route: Route) {
     let origin = task.origin();
-    let start = if bits & TRACE != 0 { now_ns() } else { 0 };
+    let running = Running {
+        start: if bits & TRACE != 0 { now_ns() } else { 0 },
+        origin,
+        route,
+        switched_out: Cell::new(false),
+    };
+    let outer = set_running(&running);
     task.run();
+    // A task that switched out was recorded up to its switch, on the
+    // thread it left, and its resumption is a task of its own (origin
+    // `resume`): this frame may now run on another thread, whose record of
+    // the running task it must leave alone.
+    if running.switched_out.get() {
+        return;
+    }
+    set_running(outer);
     if bits & TRACE != 0 {
-        trace::task(start, now_ns(), origin, route);
+        trace::task(running.start, now_ns(), origin, route);
     }
     if bits & STATS != 0 {
         counters::task_ran(origin, route);
+    }
+}
+
+/// A task being run and recorded, on the stack of [`run_recorded`]'s frame
+/// (a task stack, for a task that may switch out).
+struct Running {
+    start: u64,
+    origin: Origin,
+    route: Route,
+    switched_out: Cell<bool>,
+}
+
+thread_local! {
+    /// The task this thread runs and records now, if any.
+    static RUNNING: Cell<*const Running> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Makes `running` this thread's running task; returns the one before.
+/// `#[inline(never)]`: it runs after a switch, and must read this thread's
+/// slot, not the one of the thread the frame started on.
+#[inline(never)]
+fn set_running(running: *const Running) -> *const Running {
+    RUNNING.try_with(|slot| slot.replace(running)).unwrap_or(std::ptr::null())
+}
+
+/// This thread's kernel id (`gettid`): a fresh system call, which no
+/// compiler can keep across a switch.
+#[inline(never)]
+fn thread_id() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u64 }
+}
+
+/// The running task switched out of this thread in a blocking wait: its
+/// run so far is recorded here, and the thread runs no task now.
+#[inline(never)]
+pub(crate) fn task_switched_out() {
+    let bits = mode();
+    if bits == 0 {
+        return;
+    }
+    let running = set_running(std::ptr::null());
+    // SAFETY: the running task's record lives in its `run_recorded` frame,
+    // which is below this call on the same stack.
+    if let Some(running) = unsafe { running.as_ref() } {
+        running.switched_out.set(true);
+        if bits & TRACE != 0 {
+            trace::task(running.start, now_ns(), running.origin, running.route);
+        }
+        if bits & STATS != 0 {
+            counters::task_ran(running.origin, running.route);
+        }
+    }
+    if bits & STATS != 0 {
+        counters::task_switched_out();
+    }
+}
+
+/// A task that switched out was resumed on this thread, after it left the
+/// thread `left` ([`switch_thread`]'s value then).
+#[inline(never)]
+pub(crate) fn task_switched_in(left: u64) {
+    if mode() & STATS != 0 && left != thread_id() {
+        counters::task_migrated();
+    }
+}
+
+/// The thread a task switches out of, to pass to [`task_switched_in`]
+/// (0 when observation is off).
+#[inline(never)]
+pub(crate) fn switch_thread() -> u64 {
+    if mode() == 0 {
+        0
+    } else {
+        thread_id()
+    }
+}
+
+/// A task stack was taken; `in_use` are taken now.
+#[inline(always)]
+pub(crate) fn task_stack_taken(in_use: impl FnOnce() -> usize) {
+    if mode() & STATS != 0 {
+        counters::task_stacks_in_use(in_use());
+    }
+}
+
+/// The kernel refused a task stack.
+#[cold]
+pub(crate) fn task_stack_refused() {
+    if mode() & STATS != 0 {
+        counters::task_stack_refused();
     }
 }
 

@@ -130,6 +130,15 @@ thread_local! {
     static LOCAL: RefCell<Option<(usize, Arc<Chunk>)>> = const { RefCell::new(None) };
 }
 
+/// The address of this thread's event buffer slot (the migration check,
+/// `instance/threads/migration.rs`). Never inlined, as every read of a
+/// thread-local after a task's switch (`sync/mutation.rs`, 8).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(crate) fn buffer_address() -> usize {
+    crate::sync::tls::fresh(LOCAL.try_with(|local| local as *const _ as usize).unwrap_or(0))
+}
+
 /// The calling thread's lane name: its own name, else `main` for the
 /// process's initial thread (std in this library never names it: the
 /// program's main may not be Rust's, and a Rust program's std is another

@@ -19,10 +19,10 @@ pub(crate) mod spawn;
 pub(crate) mod tls;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 #[cfg(all(not(loom), not(mlir_async_tsan)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
@@ -237,5 +237,28 @@ impl<T> UnsafeCell<T> {
     /// dereference guarantees exclusive access (loom's signature).
     pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
         f(self.0.get())
+    }
+}
+
+/// `UnsafeCell` with loom's access API (`with`, `with_mut`): std's, or
+/// loom's, which checks in a model that accesses are ordered.
+pub(crate) mod cell {
+    #[cfg(loom)]
+    pub(crate) use loom::cell::UnsafeCell;
+
+    #[cfg(not(loom))]
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    #[cfg(not(loom))]
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
     }
 }

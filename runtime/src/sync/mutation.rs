@@ -29,3 +29,37 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 /// program thread queued a task meanwhile (that task is abandoned:
 /// issue 27's lost tasks).
 pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");
+
+/// (6) A spare start that the system refused raises the retry flag before
+/// giving its permit back, so a blocked thread's retry in between finds
+/// every permit taken and takes the flag down: nothing tries the start
+/// again, and the queued task that would end the wait is stranded (issue
+/// 25's refused `pthread_create`).
+pub(crate) const RETRY_BEFORE_PERMIT: bool = cfg!(feature = "mutation-retry-before-permit");
+
+/// (7) A drainer that stops looking for work (it found a task, or leaves)
+/// does not look at the other threads' next-task slots and deques again,
+/// so a task put in a slot while the producer saw it looking waits there
+/// until its owner's current task returns: forever, when that task spins
+/// on it (issue 25; `instance/threads/lookout.rs`).
+pub(crate) const SLOT_NO_RECHECK: bool = cfg!(feature = "mutation-slot-no-recheck");
+
+/// (8) The accessors of the thread-locals that the runtime reads after a
+/// task switched back in (possibly on another thread) are inlined, so LLVM
+/// may keep the address it computed before the switch (llvm-project#98479):
+/// the migration check (`instance/threads/migration.rs`) finds them
+/// stale. The feature acts through `cfg_attr` on those accessors.
+#[allow(dead_code)]
+pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
+
+/// (9) The drainer parks a switched-out task's fiber without checking
+/// whether the object completed meanwhile (a plain store instead of the
+/// compare-and-swap of `instance/threads/handoff.rs`): a completion that
+/// came while the task was switching out is lost, and the task is never
+/// resumed.
+pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-check");
+
+/// (10) The hand-off's state changes are `Relaxed` instead of acquire and
+/// release: the thread that resumes a parked fiber may not see the
+/// drainer's write of it (loom reports the slot's accesses as unordered).
+pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");

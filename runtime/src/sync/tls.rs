@@ -23,6 +23,11 @@ pub(crate) struct Slots {
     /// `exit` destroys the calling thread's before it runs the `atexit`
     /// handlers, which must still tell a runtime thread from another.
     pub(crate) draining: Cell<*const ()>,
+    /// The task stack (a fiber) this thread runs on now, null on its own
+    /// stack (`instance/threads/fibers.rs`). Read and written only through
+    /// that module's `#[inline(never)]` accessors: a fiber may switch out on
+    /// one thread and in on another.
+    pub(crate) fiber: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -67,4 +72,17 @@ pub(crate) fn with<R>(f: impl FnOnce(&Slots) -> R) -> R {
     // thread; the borrow does not leave `f`, so it never outlives the
     // thread or crosses to another one.
     f(unsafe { &*block() })
+}
+
+/// `address` (a thread-local's, read by an accessor after a task's
+/// switch), through an optimisation barrier. An accessor that only
+/// computes a thread-local's address is a pure function to LLVM
+/// (`memory(none)`): even `#[inline(never)]`, two calls of it within one
+/// activation may be merged across the call that switches the task to
+/// another thread (seen under ThreadSanitizer's build: the fuzzer's stream
+/// read stale after 1814 of 1814 migrations). The barrier gives the
+/// accessor a side effect, so every call computes the address anew.
+#[inline(always)]
+pub(crate) fn fresh(address: usize) -> usize {
+    std::hint::black_box(address)
 }

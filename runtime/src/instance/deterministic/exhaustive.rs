@@ -44,7 +44,13 @@ const REPLAY_ATTEMPTS: usize = 3;
 /// decision still has a task, a worker and program threads among its
 /// candidates, and the state space stays small.
 fn config() -> Config {
-    Config { workers: 1, max_threads: 2, spare_keep_alive: Duration::from_secs(1) }
+    Config {
+        workers: 1,
+        max_threads: 2,
+        spare_keep_alive: Duration::from_secs(1),
+        task_stacks: false,
+        task_stack_size: crate::instance::config::DEFAULT_TASK_STACK_SIZE,
+    }
 }
 
 /// Tasks accepted (`make_ready` returned `Ok`) and run, of one execution.

@@ -26,11 +26,14 @@ impl<'a> Blocked<'a> {
         Some(Blocked { scheduler, stuck_before: false })
     }
 
-    /// Called every [`super::STUCK_CHECK_INTERVAL`] while blocked: if every
-    /// runtime thread is blocked, tasks wait in the queue and the cap kept
-    /// a spare from starting, twice in a row, says so once on stderr.
+    /// Called every [`super::STUCK_CHECK_INTERVAL`] while blocked: starts
+    /// again a spare that the system refused since, if tasks still wait
+    /// (`Scheduler::retry_refused_start`); and if every runtime thread is
+    /// blocked, tasks wait in the queue and the cap kept a spare from
+    /// starting, twice in a row, says so once on stderr.
     pub(crate) fn check_stuck(&mut self) {
         let s = self.scheduler;
+        s.retry_refused_start();
         let snapshot = s.drainers.snapshot();
         // Read from the spares, not kept in a flag: a flag set by the
         // thread whose start failed could be cleared afterwards by the

@@ -12,16 +12,23 @@
 //! deque's stealer until the next thread of the slot registers its own.
 //! Nothing here is touched when a thread exits, so a thread's exit never
 //! reaches into its scheduler.
+//!
+//! Each slot of the registry also holds that thread's next-task slot
+//! (`slot.rs`): it lives here, not in the thread, so that thieves can reach
+//! it, and it outlives every thread that uses it.
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
 use crate::base::task::Task;
+use crate::instance::threads::slot::{Slot, Stamp};
 use crate::sync::process::{AtomicUsize, Ordering};
 use crate::sync::{lock, Mutex};
 
 pub(super) struct Deques {
     /// One stealer per thread slot; `None` until a thread drains there.
     stealers: Box<[Mutex<Option<Stealer<Task>>>]>,
+    /// The next-task slot of the thread in each slot.
+    slots: Box<[Slot]>,
     /// One past the highest slot ever registered: thieves look no further.
     high: AtomicUsize,
 }
@@ -29,7 +36,16 @@ pub(super) struct Deques {
 impl Deques {
     /// A registry for up to `max_threads` threads.
     pub(crate) fn new(max_threads: usize) -> Deques {
-        Deques { stealers: (0..max_threads).map(|_| Mutex::new(None)).collect(), high: AtomicUsize::new(0) }
+        Deques {
+            stealers: (0..max_threads).map(|_| Mutex::new(None)).collect(),
+            slots: (0..max_threads).map(|_| Slot::new()).collect(),
+            high: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next-task slot of the thread in `slot`.
+    pub(super) fn slot(&self, slot: usize) -> &Slot {
+        &self.slots[slot]
     }
 
     /// Creates the deque of the thread in `slot` and registers it.
@@ -60,4 +76,151 @@ impl Deques {
         }
         None
     }
+
+    /// Looks at the other threads' next-task slots (`me` is the caller's
+    /// own): takes the first task that `patience` lets it take, and says
+    /// whether a task it did not take is waiting in one
+    /// (`Scheduler::next_task`).
+    pub(super) fn steal_from_slots(&self, me: usize, patience: &mut SlotPatience) -> Result<Task, bool> {
+        let n = self.high.load(Ordering::Relaxed).max(me + 1);
+        let mut waiting = false;
+        let mut watched_seen = false;
+        for offset in 1..n {
+            let slot = (me + offset) % n;
+            let Some(stamp) = self.slots[slot].peek() else { continue };
+            match patience.may_take(slot, stamp) {
+                Look::Take => {
+                    if let Some(task) = self.slots[slot].steal(stamp) {
+                        patience.watched = None;
+                        return Ok(task);
+                    }
+                }
+                Look::Watched => {
+                    watched_seen = true;
+                    waiting = true;
+                }
+                Look::Other => waiting = true,
+            }
+        }
+        if !watched_seen {
+            // The watched task was taken: watch the next one seen.
+            patience.watched = None;
+        }
+        patience.waiting = waiting;
+        Err(waiting)
+    }
+
+    /// True when a task that another thread could take waits in a thread's
+    /// deque or next-task slot. The caller orders this after its own update
+    /// with a `SeqCst` fence (README.md, "No lost wake-up").
+    pub(super) fn any_local_task(&self) -> bool {
+        let n = self.high.load(Ordering::Relaxed);
+        (0..n).any(|slot| {
+            self.slots[slot].is_full() || lock(&self.stealers[slot]).as_ref().is_some_and(|s| !s.is_empty())
+        })
+    }
+}
+
+/// How long an idle drainer lets a task wait in another thread's slot
+/// before it takes it: the owner usually takes it itself within
+/// microseconds (the next link of a dependency chain, which then runs on
+/// the same core), so a thief takes it only after seeing the same task
+/// (the same [`Stamp`]) for [`SlotPatience::ROUNDS`] of its idle rounds
+/// (and a drainer that sees such a task does not leave meanwhile), or on
+/// its last look before it leaves for another reason, as Go's scheduler
+/// steals its `runnext` only on its last stealing pass (and after 3 µs).
+#[derive(Default)]
+pub(super) struct SlotPatience {
+    /// The task being watched: its thread's slot and stamp, and the idle
+    /// round at which it was first seen.
+    watched: Option<(usize, Stamp, u32)>,
+    /// Idle rounds since the drainer last ran a task.
+    round: u32,
+    /// Take any task now (the drainer's last look before leaving).
+    last_look: bool,
+    /// The last look at the slots left a task in one.
+    waiting: bool,
+    /// The drainer's backoff ran out while a task waits in a slot: it
+    /// sleeps between looks, and looks at every round.
+    napping: bool,
+}
+
+impl SlotPatience {
+    /// Idle rounds a task must have waited in a slot before a thief takes
+    /// it: about as many microseconds on this machine (a round is a
+    /// spin-loop hint and a look at the queue, the deques and the slots).
+    pub(super) const ROUNDS: u32 = 16;
+
+    /// One more idle round.
+    pub(super) fn next_round(&mut self) {
+        self.round = self.round.wrapping_add(1);
+    }
+
+    /// The drainer ran a task: start over.
+    pub(super) fn reset(&mut self) {
+        *self = SlotPatience::default();
+    }
+
+    /// The drainer's next look is its last before it leaves.
+    pub(super) fn set_last_look(&mut self, last: bool) {
+        self.last_look = last;
+    }
+
+    pub(super) fn is_last_look(&self) -> bool {
+        self.last_look
+    }
+
+    /// The last look at the slots left a task waiting in one (too young to
+    /// take).
+    pub(super) fn saw_waiting(&self) -> bool {
+        self.waiting
+    }
+
+    /// Idle rounds between two looks at the other threads' slots.
+    const LOOK_EVERY: u32 = 8;
+
+    /// Does this idle round look at the other threads' slots? Every
+    /// [`SlotPatience::LOOK_EVERY`] rounds, and on the last look: a look
+    /// pulls the cache line that the slot's owner writes twice a task, which
+    /// slowed a dependency chain on the other core by 12% when the idle
+    /// drainer looked at every round (nested-chain, 2 workers).
+    pub(super) fn looks_at_slots(&self) -> bool {
+        self.last_look || self.napping || self.round % Self::LOOK_EVERY == 0
+    }
+
+    /// The drainer sleeps between its looks from now on.
+    pub(super) fn napping(&mut self) {
+        self.napping = true;
+    }
+
+    /// May the task seen as `stamp` in `slot` be taken now? Watches it if
+    /// nothing else is.
+    fn may_take(&mut self, slot: usize, stamp: Stamp) -> Look {
+        if self.last_look {
+            return Look::Take;
+        }
+        match self.watched {
+            Some((s, st, since)) if s == slot && st == stamp => {
+                if self.round.wrapping_sub(since) >= Self::ROUNDS {
+                    Look::Take
+                } else {
+                    Look::Watched
+                }
+            }
+            Some((s, _, _)) if s != slot => Look::Other,
+            _ => {
+                self.watched = Some((slot, stamp, self.round));
+                Look::Watched
+            }
+        }
+    }
+}
+
+/// What a thief does with a task it sees in a slot.
+enum Look {
+    Take,
+    /// Leave it: it is the watched task, not waiting long enough yet.
+    Watched,
+    /// Leave it: another slot's task is watched.
+    Other,
 }

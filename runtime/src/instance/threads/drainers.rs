@@ -1,8 +1,8 @@
 //! Who runs the queue: one atomic word that counts the threads draining the
 //! scheduler's queue, the run permits they hold, and the threads blocked in
 //! an `Await*` inside a task. `README.md` beside this file describes the protocol
-//! built on it; `mod.rs` follows it, and the loom models at the
-//! end of this file check it.
+//! built on it; `mod.rs` follows it, and the loom models in
+//! `loom_drainers.rs` check it.
 //!
 //! ```text
 //!   bits  0..16  permits    drainers allowed to take tasks now (<= workers)
@@ -22,7 +22,8 @@
 //! leaving drainer's check of the queue (after its `SeqCst` update) cannot
 //! both miss each other: see "no lost wake-up" in README.md beside this file.
 
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::mutation;
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
 const FIELD_BITS: u32 = 16;
 const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
@@ -96,7 +97,8 @@ pub(super) enum Start {
     /// A permit was taken for a new drain job: spawn it on the pool.
     PoolJob,
     /// A permit was taken for a spare thread: every pool thread is busy
-    /// (some are blocked). Start a spare, or call [`Drainers::spare_failed`].
+    /// (some are blocked). Start a spare, or call [`Drainers::spare_failed`]
+    /// (at the cap) or [`Drainers::spare_refused`] (refused by the system).
     Spare,
 }
 
@@ -104,12 +106,15 @@ pub(super) struct Drainers {
     word: AtomicU64,
     /// The number of permits: the pool's threads.
     workers: u64,
+    /// The system refused a spare since a blocked thread last looked
+    /// ([`Drainers::retry_refused`]): the start must be tried again.
+    refused: AtomicBool,
 }
 
 impl Drainers {
     pub(crate) fn new(workers: usize) -> Drainers {
         assert!((1..FIELD_MASK as usize).contains(&workers), "worker count out of range");
-        Drainers { word: AtomicU64::new(0), workers: workers as u64 }
+        Drainers { word: AtomicU64::new(0), workers: workers as u64, refused: AtomicBool::new(false) }
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -117,7 +122,7 @@ impl Drainers {
     }
 
     /// True when a permit is free, so a push should start a drainer.
-    fn permit_free(&self) -> bool {
+    pub(super) fn permit_free(&self) -> bool {
         (self.snapshot().permits() as u64) < self.workers
     }
 
@@ -150,7 +155,7 @@ impl Drainers {
         }
     }
 
-    fn start_if_permit_free(&self) -> Start {
+    pub(super) fn start_if_permit_free(&self) -> Start {
         if self.permit_free() {
             self.try_start()
         } else {
@@ -183,9 +188,48 @@ impl Drainers {
     }
 
     /// Undoes a [`Start::Spare`] whose thread could not be started (the
-    /// thread cap): the permit and the spare go back.
+    /// thread cap): the permit and the spare go back. The queued tasks wait
+    /// for a blocked thread to go on and take a permit back.
     pub(super) fn spare_failed(&self) -> Snapshot {
         self.update(|w| w - PERMIT - SPARE)
+    }
+
+    /// Undoes a [`Start::Spare`] whose thread the system refused below the
+    /// cap, and leaves the start to be tried again by the next blocked
+    /// thread that wakes ([`Drainers::retry_refused`]): a blocked thread
+    /// may never go on before the task it waits for runs, so waiting for
+    /// one, as at the cap, could strand the queue for good.
+    pub(super) fn spare_refused(&self) -> Snapshot {
+        if mutation::RETRY_BEFORE_PERMIT {
+            self.refused.store(true, Ordering::SeqCst);
+            return self.spare_failed();
+        }
+        let after = self.spare_failed();
+        // SeqCst, and after the permit went back: a retry that takes the
+        // flag down also sees the permit free (`retry_refused`). Raised
+        // before (mutation 6), a retry in between finds every permit
+        // taken, takes the flag down, and nothing tries again.
+        self.refused.store(true, Ordering::SeqCst);
+        after
+    }
+
+    /// Called by a thread blocked in a task each time it wakes to look
+    /// around (every `STUCK_CHECK_INTERVAL`): if a spare start was refused
+    /// since, looks at the queue as a leaving drainer does, and says which
+    /// drainer to start. A start refused again raises the flag again.
+    pub(super) fn retry_refused(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
+        // SeqCst: see `spare_refused`. A load first, so that the blocked
+        // threads' looks leave the cache line (the word's) shared while
+        // nothing was refused. Then a compare-and-swap, not a swap: the
+        // same here, but loom mis-models a `swap` that races a store (the
+        // swap reads the old value and a later load still misses the store:
+        // tokio-rs/loom#254), and the model of this retry would fail for it.
+        if !self.refused.load(Ordering::SeqCst)
+            || self.refused.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_err()
+        {
+            return AfterLeave::Nothing;
+        }
+        self.after_leave(self.snapshot(), queue_is_empty)
     }
 
     /// A drainer without a permit (its task blocked and went on) takes one
@@ -269,158 +313,5 @@ mod tests {
         assert_eq!((s.permits(), s.spares(), s.pool_jobs()), (0, 0, 1));
         d.unblock();
         assert!(d.try_reacquire(), "the unblocked thread drains again");
-    }
-}
-
-/// loom models of the protocol, on this file's real transitions. The
-/// scheduler's queue (crossbeam's injector: `SeqCst` read-modify-writes
-/// and loads) is a `SeqCst` counter of queued tasks here, so the models
-/// depend on the fences of `after_push`/`after_leave` just as the real
-/// code does; "start a drainer" is recorded and then played out by the
-/// model's main thread.
-#[cfg(all(test, loom))]
-mod loom_models {
-    use loom::sync::atomic::AtomicUsize;
-    use loom::sync::Arc;
-    use loom::thread;
-
-    use super::*;
-
-    struct Model {
-        drainers: Drainers,
-        queued: AtomicUsize,
-    }
-
-    impl Model {
-        fn new(workers: usize) -> Arc<Model> {
-            Arc::new(Model { drainers: Drainers::new(workers), queued: AtomicUsize::new(0) })
-        }
-        /// One worker, whose pool job already holds the permit.
-        fn with_one_drainer() -> Arc<Model> {
-            let m = Model::new(1);
-            assert_eq!(m.drainers.try_start(), Start::PoolJob);
-            m
-        }
-        /// A thread outside the pool that pushes one task.
-        fn push_from_another_thread(m: &Arc<Model>) -> thread::JoinHandle<Start> {
-            let m = Arc::clone(m);
-            thread::spawn(move || m.push())
-        }
-        fn is_empty(&self) -> bool {
-            self.queued.load(Ordering::SeqCst) == 0
-        }
-        /// `Scheduler::push`.
-        fn push(&self) -> Start {
-            self.queued.fetch_add(1, Ordering::SeqCst);
-            self.drainers.after_push()
-        }
-        fn pop(&self) -> bool {
-            self.queued.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
-        }
-        /// A drainer that holds a permit runs the queue dry and leaves
-        /// (`Scheduler::run_drainer`); returns how many tasks it ran and
-        /// what it left to do.
-        fn drain_and_leave(&self, kind: DrainerKind) -> (usize, AfterLeave) {
-            let mut ran = 0;
-            while self.pop() {
-                ran += 1;
-            }
-            let after = self.drainers.leave(kind, true);
-            (ran, self.drainers.after_leave(after, || self.is_empty()))
-        }
-    }
-
-    /// The drainers to start: the producer's and the leaving side's.
-    fn starts(from_producer: Start, from_leaver: AfterLeave) -> Vec<DrainerKind> {
-        let mut starts: Vec<DrainerKind> = kind_of(from_producer).into_iter().collect();
-        if let AfterLeave::Start(start) = from_leaver {
-            starts.extend(kind_of(start));
-        }
-        starts
-    }
-
-    fn kind_of(start: Start) -> Option<DrainerKind> {
-        match start {
-            Start::NotNeeded => None,
-            Start::PoolJob => Some(DrainerKind::PoolJob),
-            Start::Spare => Some(DrainerKind::Spare),
-        }
-    }
-
-    /// A push from outside against the only drainer leaving with an empty
-    /// queue: the task is never stranded (one of the two starts a drainer),
-    /// and once everything settles the word is back to zero.
-    #[test]
-    fn push_against_a_leaving_drainer() {
-        loom::model(|| {
-            let m = Model::with_one_drainer();
-            let producer = Model::push_from_another_thread(&m);
-            let (mut ran, after) = m.drain_and_leave(DrainerKind::PoolJob);
-            let starts = starts(producer.join().unwrap(), after);
-            assert!(starts.len() <= 1, "two drainers for one permit: {starts:?}");
-            for kind in starts {
-                ran += m.drain_and_leave(kind).0;
-            }
-            assert_eq!(ran, 1, "the task ran exactly once");
-            assert_eq!(m.drainers.snapshot(), Snapshot(0));
-        });
-    }
-
-    /// The only pool thread blocks inside its task while another thread
-    /// pushes the task that will end the wait: a spare is started for it
-    /// (by whichever side comes second), the blocked thread goes on once
-    /// the spare ran that task, and the word ends at zero.
-    #[test]
-    fn a_blocked_worker_is_replaced_by_a_spare() {
-        loom::model(|| {
-            let m = Model::with_one_drainer();
-            let producer = Model::push_from_another_thread(&m);
-            // The pool thread's task blocks (`Blocked::begin`).
-            let after = m.drainers.block(true);
-            let from_blocker = m.drainers.after_leave(after, || m.is_empty());
-            let starts = starts(producer.join().unwrap(), from_blocker);
-            assert_eq!(starts, vec![DrainerKind::Spare], "exactly one spare takes the blocked thread's place");
-            let spare = {
-                let m = Arc::clone(&m);
-                thread::spawn(move || m.drain_and_leave(DrainerKind::Spare))
-            };
-            // The spare runs the task, which ends the wait (modelled by the
-            // join); the blocked thread goes on, then its task returns.
-            let (ran, _) = spare.join().unwrap();
-            assert_eq!(ran, 1);
-            let _ = m.drainers.unblock();
-            assert!(m.drainers.try_reacquire(), "the spare left: its permit is free again");
-            let (ran, after) = m.drain_and_leave(DrainerKind::PoolJob);
-            assert_eq!(ran, 0);
-            assert_eq!(after, AfterLeave::Idle);
-            assert_eq!(m.drainers.snapshot(), Snapshot(0));
-        });
-    }
-
-    /// A blocked thread that goes on races a push for the one permit:
-    /// exactly one of them gets it (the permits never exceed the workers),
-    /// and the task is run either way.
-    #[test]
-    fn reacquire_against_a_push() {
-        loom::model(|| {
-            let m = Model::with_one_drainer();
-            let after = m.drainers.block(true);
-            assert_eq!(m.drainers.after_leave(after, || m.is_empty()), AfterLeave::Nothing);
-            let producer = Model::push_from_another_thread(&m);
-            let _ = m.drainers.unblock();
-            let reacquired = m.drainers.try_reacquire();
-            let started = kind_of(producer.join().unwrap());
-            assert!(m.drainers.snapshot().permits() <= 1);
-            assert!(reacquired != started.is_some(), "exactly one takes the permit");
-            let ran = if reacquired {
-                m.drain_and_leave(DrainerKind::PoolJob).0
-            } else {
-                let after = m.drainers.leave(DrainerKind::PoolJob, false);
-                let _ = m.drainers.after_leave(after, || m.is_empty());
-                m.drain_and_leave(started.unwrap()).0
-            };
-            assert_eq!(ran, 1);
-            assert_eq!(m.drainers.snapshot(), Snapshot(0));
-        });
     }
 }

@@ -21,9 +21,27 @@
 
 mod blocked;
 pub(super) mod deques;
+mod drain_loop;
 pub(super) mod drainers;
+mod fibers;
+mod handoff;
 mod idle;
+mod lookout;
+#[cfg(all(test, loom))]
+mod loom_drainers;
+#[cfg(all(test, loom))]
+mod loom_handoff;
+#[cfg(all(test, loom))]
+mod loom_idle;
+#[cfg(all(test, loom))]
+mod loom_slot;
+#[cfg(all(test, loom))]
+mod loom_spares;
+pub(crate) mod migration;
+mod overflow;
+mod slot;
 pub(crate) mod spares;
+pub(crate) mod stacks;
 pub(crate) mod wait;
 
 pub(super) use blocked::Blocked;
@@ -38,12 +56,13 @@ use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
-use crate::instance::threads::deques::Deques;
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
-use crate::instance::threads::spares::{SpareThread, Spares, STACK_SIZE};
+use crate::instance::threads::deques::{Deques, SlotPatience};
+use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
+use crate::instance::threads::lookout::Lookout;
+use crate::instance::threads::slot::Slot;
+use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
-use crate::sync::backoff::Backoff;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
@@ -59,6 +78,11 @@ pub(super) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// First busy-wait rounds, then rounds that yield the core.
 const IDLE_SPINS: u32 = 32;
 const IDLE_YIELDS: u32 = 64;
+
+/// How long an idle drainer whose backoff ran out sleeps between two looks
+/// at a task waiting in another thread's slot (`run_drainer`). A task whose
+/// owner spins on it is taken after 16 looks at most: under a millisecond.
+const SLOT_WAIT_NAP: Duration = Duration::from_micros(50);
 
 pub(crate) struct Scheduler {
     config: Config,
@@ -79,16 +103,22 @@ pub(crate) struct Scheduler {
     /// costs nothing but the start of a new one when work comes (20,000
     /// fine-grained loops, 4 workers on 2 cores: 0.57 s with every idle
     /// drainer spinning, 0.34 s with one; threads/README.md, "How a thread
-    /// waits").
-    spinning: AtomicUsize,
-    max_spinning: usize,
+    /// waits"). A task put in a thread's slot starts a drainer only when
+    /// none looks for work (`lookout.rs`).
+    lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
+    /// The one-line report of a thread start refused by the system was
+    /// printed.
+    refusal_reported: AtomicBool,
+    /// Tasks switched out of their thread (on a task stack of their own)
+    /// and not yet resumed: while any is, the scheduler is not idle.
+    switched_out: AtomicUsize,
 }
 
 /// A pointer to a scheduler that crosses into its threads.
 #[derive(Clone, Copy)]
-struct SchedulerRef(*const Scheduler);
+pub(super) struct SchedulerRef(*const Scheduler);
 
 // SAFETY: a scheduler is `Sync`; the pointer stays valid for as long as
 // any of its threads runs (see `Scheduler::join_threads`).
@@ -97,7 +127,7 @@ unsafe impl Send for SchedulerRef {}
 impl SchedulerRef {
     /// # Safety
     /// The scheduler has not been shut down.
-    unsafe fn get<'a>(self) -> &'a Scheduler {
+    pub(super) unsafe fn get<'a>(self) -> &'a Scheduler {
         // SAFETY: per the contract.
         unsafe { &*self.0 }
     }
@@ -107,9 +137,11 @@ impl SchedulerRef {
 struct ThreadState {
     /// True while this thread's drainer holds a run permit.
     holds_permit: Cell<bool>,
-    /// This thread's next task: a continuation made ready by the task
-    /// running here, run as soon as that task returns.
-    next: Cell<Option<Task>>,
+    /// This thread's next-task slot (`slot.rs`), in its scheduler's
+    /// registry: a task made ready by the task running here, run as soon
+    /// as that task returns unless an idle thread takes it first. Null
+    /// until the thread first drains.
+    slot: Cell<*const Slot>,
     /// This thread's deque, registered with its scheduler when the thread
     /// first drained.
     deque: RefCell<Option<OwnedDeque>>,
@@ -138,7 +170,7 @@ thread_local! {
     static STATE: ThreadState = const {
         ThreadState {
             holds_permit: Cell::new(false),
-            next: Cell::new(None),
+            slot: Cell::new(std::ptr::null()),
             deque: RefCell::new(None),
         }
     };
@@ -164,6 +196,20 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
             f(s)
         }),
     }
+}
+
+/// This thread's state, on a thread that runs a drain loop: its state is
+/// registered ([`Scheduler::run_drainer`] registers it before anything
+/// else).
+///
+/// # Safety
+/// The calling thread runs a scheduler's drain loop.
+#[inline(always)]
+unsafe fn drainer_state<'a>() -> &'a ThreadState {
+    let ptr = tls::with(|slots| slots.thread_state.get()).cast::<ThreadState>();
+    // SAFETY: per the contract the slot points to this thread's `STATE`,
+    // which lives while the thread runs; the borrow stays on this thread.
+    unsafe { &*ptr }
 }
 
 /// The scheduler whose task runs on this thread, if any.
@@ -196,14 +242,15 @@ pub(super) fn forget_thread_context() {
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
-        std::mem::forget(s.next.take());
+        // The slot is the forgotten scheduler's memory.
+        s.slot.set(std::ptr::null());
         if let Ok(mut deque) = s.deque.try_borrow_mut() {
             std::mem::forget(deque.take());
         }
     });
 }
 
-/// How many idle drainers may look for work at once (`Scheduler::spinning`).
+/// How many idle drainers may look for work at once (`Scheduler::lookout`).
 fn max_spinning(workers: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cores / 2).clamp(1, workers.max(1))
@@ -236,9 +283,10 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
-            spinning: AtomicUsize::new(0),
-            max_spinning: max_spinning(config.workers),
+            lookout: Lookout::new(max_spinning(config.workers)),
             stuck_reported: AtomicBool::new(false),
+            refusal_reported: AtomicBool::new(false),
+            switched_out: AtomicUsize::new(0),
         })
     }
 
@@ -246,7 +294,7 @@ impl Scheduler {
         self.config
     }
 
-    fn as_ref(&self) -> SchedulerRef {
+    pub(super) fn as_ref(&self) -> SchedulerRef {
         SchedulerRef(self)
     }
 
@@ -267,18 +315,18 @@ impl Scheduler {
     /// A task made ready on this scheduler's own thread: by a completion
     /// (a continuation) or by `mlirAsyncRuntimeExecute` inside a task.
     /// It goes to the thread's next-task slot and runs as soon as the
-    /// current task returns, on this thread: a dependency chain never hops
-    /// between cores, and a spawner's newest task runs first. The slot's
-    /// older occupant goes to the thread's deque, where an idle drainer may
-    /// steal it.
+    /// current task returns, on this thread: a dependency chain does not
+    /// hop between cores, and a spawner's newest task runs first. The
+    /// slot's older occupant goes to the thread's deque, where an idle
+    /// drainer may steal it.
     ///
-    /// A task in the slot cannot be taken by another drainer until the
-    /// current task returns. For a continuation that delays nothing in
-    /// compiled code: a task completes its token or value as its last step
-    /// (`async.yield`). A task that spawns and then computes holds one
-    /// spawned task back until it returns; every earlier one was pushed to
-    /// the deque by the next. A task that blocks in an `Await*` first moves
-    /// the slot's task to the queue ([`Blocked::begin`]).
+    /// The current task may go on for long, or wait for the task it made
+    /// ready without an `Await*` (a spin on memory): an idle drainer takes
+    /// a task that waits in a slot ([`Scheduler::next_task`]), and one is
+    /// started here if none is looking for work and a permit is free
+    /// (README.md, "The next-task slot"). A task that blocks in an
+    /// `Await*` first moves the slot's task to the queue
+    /// ([`Blocked::begin`]).
     pub(super) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
@@ -289,22 +337,46 @@ impl Scheduler {
             }
             fuzz::Detour::Usual => {}
         }
-        if let Some(older) = with_state(|s| s.next.replace(Some(task))) {
-            with_state(|s| match s.deque.borrow().as_ref() {
+        // SAFETY: this thread runs this scheduler's drain loop
+        // (`is_current`), which registered its state, slot and deque first.
+        let s = unsafe { drainer_state() };
+        // SAFETY: as above.
+        let slot = unsafe { &*s.slot.get() };
+        if let Some(older) = slot.put(task) {
+            match s.deque.borrow().as_ref() {
                 Some(deque) => deque.worker.push(older),
                 None => unreachable!("a drainer registers its deque first"),
-            });
-            self.start_drainer(self.drainers.after_push());
+            }
         }
+        self.after_local_push();
+    }
+
+    /// After a task was put in this thread's slot or deque: starts a
+    /// drainer if none looks for work and a permit is free (`lookout.rs`).
+    #[inline(always)]
+    fn after_local_push(&self) {
+        if self.lookout.should_start(&self.drainers) {
+            self.start_drainer(self.drainers.try_start());
+        }
+    }
+
+    /// After a drainer stopped looking for work, or left: starts a drainer
+    /// for a task waiting in another thread's slot or deque if no other
+    /// drainer looks for work and a permit is free (`lookout.rs`).
+    fn after_looking(&self) {
+        self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
     }
 
     /// The next task for this thread's drainer: its slot's, its deque's
     /// newest, the queue's oldest (one task, never a batch: see below), or
     /// one stolen from another thread's deque (with a batch of that deque's
     /// into this one).
-    fn next_task(&self) -> Option<(Task, Route)> {
-        with_state(|s| {
-            if let Some(task) = s.next.take() {
+    fn next_task(&self, patience: &mut SlotPatience) -> Option<(Task, Route)> {
+        // SAFETY: called by the drain loop, which registered its state.
+        let s = unsafe { drainer_state() };
+        {
+            // SAFETY: this drainer registered its slot first.
+            if let Some(task) = unsafe { &*s.slot.get() }.take_own() {
                 return Some((task, Route::Slot));
             }
             let deque = s.deque.borrow();
@@ -324,8 +396,18 @@ impl Scheduler {
                     Steal::Retry => {}
                 }
             }
-            self.deques.steal(&deque.worker, deque.slot).map(|task| (task, Route::Queued))
-        })
+            if let Some(task) = self.deques.steal(&deque.worker, deque.slot) {
+                return Some((task, Route::Queued));
+            }
+            // Last, a task waiting in another thread's slot, once it has
+            // waited there long enough (see `SlotPatience`). Looked at
+            // every few idle rounds only: each look pulls the cache line
+            // that the slot's owner writes twice a task.
+            if !patience.looks_at_slots() {
+                return None;
+            }
+            self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
+        }
     }
 
     /// See [`release_local_tasks`].
@@ -337,7 +419,8 @@ impl Scheduler {
                     local.push(task);
                 }
             }
-            (s.next.take(), local)
+            // SAFETY: the slot, if set, is this scheduler's (`current`).
+            (unsafe { s.slot.get().as_ref() }.and_then(Slot::take_own), local)
         });
         // Oldest first, as thieves would have taken them.
         local.reverse();
@@ -360,6 +443,7 @@ impl Scheduler {
                 Some(spare) => self.config.workers + spare.slot(),
             };
             let worker = self.deques.register(slot);
+            s.slot.set(self.deques.slot(slot));
             *deque = Some(OwnedDeque { owner: self, slot, worker });
         });
     }
@@ -386,7 +470,7 @@ impl Scheduler {
                             observe::spare_thread_started();
                         }
                     }
-                    Err(_) => {
+                    Err(NotStarted::AtCap) => {
                         // At the cap every thread is busy, and some are
                         // blocked: the queued tasks wait until one of them
                         // goes on and takes a permit back (its drain loop
@@ -394,111 +478,76 @@ impl Scheduler {
                         // spin.
                         let _ = self.drainers.spare_failed();
                     }
+                    Err(NotStarted::Refused(error)) => {
+                        // Below the cap, the system refused the thread. The
+                        // blocked threads may wait for the very tasks
+                        // queued here, so nobody might take the permit back:
+                        // the next blocked thread to wake tries again
+                        // (`retry_refused_start`). Trying again now would
+                        // only spin on the system's limit.
+                        let _ = self.drainers.spare_refused();
+                        self.report_refusal(&error);
+                    }
                 }
             }
         }
-    }
-
-    // ---- the drain loop -----------------------------------------------------
-
-    /// Takes tasks (see [`Scheduler::next_task`]) and runs them until there
-    /// are none, holding a permit (taken by whoever started this drainer):
-    /// a pool job, or the job of the spare thread `spare`.
-    fn run_drainer(&self, spare: Option<&SpareThread>) {
-        self.ensure_deque(spare);
-        with_state(|s| {
-            tls::with(|slots| slots.draining.set((self as *const Scheduler).cast()));
-            s.holds_permit.set(true);
-        });
-        let mut idle = Backoff::new(IDLE_SPINS, IDLE_YIELDS);
-        let mut spinning = false;
-        loop {
-            if let Some((task, route)) = self.next_task() {
-                idle.reset();
-                if spinning {
-                    spinning = false;
-                    // Relaxed, here and below: the count only caps how many
-                    // drainers spin; nothing is published through it, and
-                    // a drainer that leaves because of a stale count is as
-                    // safe as one whose backoff ran out.
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                }
-                fuzz::before_task();
-                observe::run_task(task, route);
-                if with_state(|s| s.holds_permit.get()) {
-                    continue;
-                }
-                // The task blocked and gave its permit away: go on only
-                // with a permit, else hand this thread's tasks over.
-                if self.drainers.try_reacquire() {
-                    with_state(|s| s.holds_permit.set(true));
-                    continue;
-                }
-                self.release_local_tasks();
-                break;
-            }
-            // Somebody waits for this scheduler to go idle (a harness
-            // between two runs, the destroy hook): a drainer without a task
-            // leaves now instead of spinning that wait out.
-            if self.idle.has_waiters() {
-                break;
-            }
-            // Enough drainers look for work already: leave (see
-            // `Scheduler::spinning`). Counted from the first spin round,
-            // not the first yield: a cap on the yielding ones only was
-            // slower than no cap (4 workers on 2 cores, fine-grained loops:
-            // 0.82 s against 0.57 s; this cap 0.34 s).
-            if !spinning {
-                if self.spinning.fetch_add(1, Ordering::Relaxed) >= self.max_spinning {
-                    self.spinning.fetch_sub(1, Ordering::Relaxed);
-                    break;
-                }
-                spinning = true;
-            }
-            if idle.snooze() {
-                continue;
-            }
-            break;
-        }
-        if spinning {
-            self.spinning.fetch_sub(1, Ordering::Relaxed);
-        }
-        let holds_permit = with_state(|s| {
-            tls::with(|slots| slots.draining.set(std::ptr::null()));
-            s.holds_permit.replace(false)
-        });
-        let after = match spare {
-            None => self.drainers.leave(DrainerKind::PoolJob, holds_permit),
-            // The spare can take a job again before it stops counting as
-            // a drainer: a start refused at the cap meanwhile strands
-            // nothing (`spares.rs`).
-            Some(spare) => spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, holds_permit)),
-        };
-        fuzz::at_transition();
-        self.after_leave(after);
     }
 
     /// After a drainer left, blocked, or failed to start.
     fn after_leave(&self, after: Snapshot) {
-        match self.drainers.after_leave(after, || self.queue.is_empty()) {
+        self.act_after_leave(self.drainers.after_leave(after, || self.queue.is_empty()));
+    }
+
+    fn act_after_leave(&self, after: AfterLeave) {
+        match after {
             AfterLeave::Start(start) => self.start_drainer(start),
+            // No drainer is alive, so no slot or deque holds a task.
             AfterLeave::Idle => self.idle.notify(),
-            AfterLeave::Nothing => {}
+            // A task may wait in another thread's slot or deque, put there
+            // after this drainer's last look.
+            AfterLeave::Nothing => self.after_looking(),
         }
+    }
+
+    /// Called by a thread blocked in a task each time it wakes to look
+    /// around ([`Blocked::check_stuck`], every [`STUCK_CHECK_INTERVAL`]):
+    /// starts again a spare that the system refused, if tasks still wait
+    /// and a permit is free (`Drainers::retry_refused`).
+    fn retry_refused_start(&self) {
+        self.act_after_leave(self.drainers.retry_refused(|| self.queue.is_empty()));
+    }
+
+    /// Says once per instance, on one line, that the system refused a
+    /// thread below the runtime's cap, naming both limits.
+    fn report_refusal(&self, error: &std::io::Error) {
+        // Relaxed: it only decides which thread prints; nothing is
+        // published through it.
+        if self.refusal_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        warn(&format!(
+            "the system refused a runtime thread: {error}; {} runtime thread(s) alive, below the cap of {} \
+             (MLIR_ASYNC_RUNTIME_MAX_THREADS), so the system's limit binds first (ulimit -u, memory); \
+             queued tasks wait, and blocked threads try the start again as they wake, each once a second",
+            self.threads(),
+            self.config.max_threads,
+        ));
     }
 
     // ---- idleness and shutdown ----------------------------------------------
 
     /// True when no task is queued or running.
     pub(super) fn is_idle(&self) -> bool {
-        self.drainers.snapshot().drainers() == 0 && self.queue.is_empty()
+        self.drainers.snapshot().drainers() == 0
+            && self.queue.is_empty()
+            && self.switched_out.load(Ordering::SeqCst) == 0
     }
 
     /// Zero exactly when no task is queued or running; else the shared
     /// queue's length plus the drainers, each counted once whatever it runs,
     /// awaits or holds in its slot and deque (docs/introspection-abi.md).
     pub(crate) fn tasks_in_flight(&self) -> usize {
-        self.queue.len() + self.drainers.snapshot().drainers()
+        self.queue.len() + self.drainers.snapshot().drainers() + self.switched_out.load(Ordering::SeqCst)
     }
 
     /// Blocks until no task is queued or running, or `timeout` passed;
@@ -537,212 +586,5 @@ impl Scheduler {
     /// Runtime threads alive: the pool's and the spares.
     pub(crate) fn threads(&self) -> usize {
         self.config.workers + self.spares.alive()
-    }
-}
-
-/// loom models of a spare thread's life against the drainers word, on the
-/// real [`Spares`] and [`Drainers`]: a spare start refused at the cap or
-/// by the system, and a spare that goes idle or expires while a push is
-/// in flight. The model's glue is the scheduler's own: a spare's job
-/// drains the model's queue (a `SeqCst` counter, as in `drainers.rs`'s
-/// models), then leaves through [`SpareThread::before_leaving`], and a
-/// refused start gives the permit back (`Scheduler::start_drainer`).
-#[cfg(all(test, loom))]
-mod loom_models {
-    use std::sync::Arc;
-
-    use loom::sync::atomic::AtomicUsize;
-    use loom::thread;
-
-    use super::*;
-    use crate::instance::threads::spares::{spawn_thread, SpawnFn};
-    use crate::sync::thread::JoinHandle;
-
-    struct Model {
-        drainers: Drainers,
-        queued: AtomicUsize,
-        ran: AtomicUsize,
-        spares: Arc<Spares>,
-    }
-
-    impl Model {
-        /// One worker, at most `max_spares` spares.
-        fn new(max_spares: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Model> {
-            Arc::new(Model {
-                drainers: Drainers::new(1),
-                queued: AtomicUsize::new(0),
-                ran: AtomicUsize::new(0),
-                spares: Spares::with_spawn(max_spares, keep_alive, spawn),
-            })
-        }
-
-        fn pop(&self) -> bool {
-            self.queued.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
-        }
-
-        /// `Scheduler::push`.
-        fn push(self: &Arc<Model>) {
-            self.queued.fetch_add(1, Ordering::SeqCst);
-            self.start(self.drainers.after_push());
-        }
-
-        /// `Scheduler::start_drainer` (the pool thread is blocked in these
-        /// models, so every start is a spare's).
-        fn start(self: &Arc<Model>, start: Start) {
-            match start {
-                Start::NotNeeded => {}
-                Start::PoolJob => unreachable!("the only pool thread is in its job"),
-                Start::Spare => {
-                    let m = Arc::clone(self);
-                    if self.spares.run(Box::new(move |spare: &SpareThread| m.drain_as_spare(spare))).is_err() {
-                        let _ = self.drainers.spare_failed();
-                    }
-                }
-            }
-        }
-
-        /// `Scheduler::run_drainer` on a spare thread.
-        fn drain_as_spare(self: &Arc<Model>, spare: &SpareThread) {
-            while self.pop() {
-                self.ran.fetch_add(1, Ordering::SeqCst);
-            }
-            let after = spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, true));
-            if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
-            {
-                self.start(start);
-            }
-        }
-
-        /// The only pool thread takes its permit and blocks inside a task
-        /// (on the task that the model's producer pushes).
-        fn block_the_pool_thread(&self) {
-            assert_eq!(self.drainers.try_start(), Start::PoolJob);
-            let _ = self.drainers.block(true);
-        }
-
-        /// Ends the spares (each runs the jobs handed to it first) and
-        /// checks that every task ran once and the spares left the word.
-        fn shut_down_and_check(&self, tasks: usize) {
-            self.spares.shutdown();
-            assert_eq!(self.spares.alive(), 0, "a spare still counts as alive");
-            assert_eq!(self.ran.load(Ordering::SeqCst), tasks, "a task was stranded or ran twice");
-            let s = self.drainers.snapshot();
-            assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (0, 1, 0, 1));
-        }
-    }
-
-    const FOREVER: Duration = Duration::from_secs(3600);
-
-    /// One worker (blocked), one spare with `keep_alive`: the spare runs a
-    /// task while another thread pushes the next, and every task runs once.
-    fn push_while_the_only_spare_finishes(keep_alive: Duration) {
-        loom::model(move || {
-            let m = Model::new(1, keep_alive, spawn_thread);
-            m.block_the_pool_thread();
-            m.push();
-            let producer = {
-                let m = Arc::clone(&m);
-                thread::spawn(move || m.push())
-            };
-            producer.join().unwrap();
-            m.shut_down_and_check(2);
-        });
-    }
-
-    /// One worker (blocked), one spare: the spare runs a task, and the
-    /// task that ends the wait is pushed while that spare goes idle. The
-    /// start that push asks for is refused at the cap when the spare is
-    /// still counted as alive but not yet idle; the task must run anyway.
-    #[test]
-    fn a_push_as_the_only_spare_goes_idle_is_run() {
-        push_while_the_only_spare_finishes(FOREVER);
-    }
-
-    /// The system refuses the first spare thread while another push is in
-    /// flight: the refused start gives its permit and its count back. As at
-    /// the cap, the queued tasks then wait for the next start or for the
-    /// blocked thread to go on, which here drains what is left. (That the
-    /// slot comes back too: `spares.rs`'s tests.)
-    #[test]
-    fn a_spare_start_refused_by_the_system_gives_everything_back() {
-        static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        fn refuse_once(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
-            if !REFUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the model"));
-            }
-            spawn_thread(name, main)
-        }
-        loom::model(|| {
-            REFUSED.store(false, std::sync::atomic::Ordering::SeqCst);
-            let m = Model::new(1, FOREVER, refuse_once);
-            m.block_the_pool_thread();
-            let producer = {
-                let m = Arc::clone(&m);
-                thread::spawn(move || m.push())
-            };
-            m.push();
-            producer.join().unwrap();
-            // The blocked pool thread goes on: with a permit it drains the
-            // queue, else (a spare holds it) it leaves.
-            let _ = m.drainers.unblock();
-            let holds_permit = m.drainers.try_reacquire();
-            if holds_permit {
-                while m.pop() {
-                    m.ran.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-            let after = m.drainers.leave(DrainerKind::PoolJob, holds_permit);
-            if let AfterLeave::Start(start) = m.drainers.after_leave(after, || m.queued.load(Ordering::SeqCst) == 0) {
-                m.start(start);
-            }
-            m.spares.shutdown();
-            assert_eq!(m.spares.alive(), 0, "the refused start still counts as alive");
-            assert_eq!(m.ran.load(Ordering::SeqCst), 2, "a task was stranded or ran twice");
-            let s = m.drainers.snapshot();
-            assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0));
-        });
-    }
-
-    /// The spare expires at once when idle (keep-alive zero) while a push
-    /// is in flight: the push either hands its job to the spare before it
-    /// ends, or starts a new spare in the slot the old one gave back (and
-    /// joins the old one first); the task runs once either way.
-    #[test]
-    fn a_spare_expiring_while_a_push_is_in_flight() {
-        push_while_the_only_spare_finishes(Duration::ZERO);
-    }
-
-    /// A thread waits for idleness (the harness between two runs, the
-    /// destroy hook) while the only drainer, out of tasks, goes through its
-    /// idle wait and leaves: it leaves at once once it sees the waiter,
-    /// else after one more look, as `run_drainer`. On the real
-    /// [`IdleSignal`] and [`Drainers`]: the waiter must hear of idleness
-    /// whichever comes first, its spin's last look, its re-check under the
-    /// signal's lock or its sleep. Without the re-check (mutation 4) loom
-    /// finds the notification lost before the sleep: a deadlock.
-    #[test]
-    fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
-        loom::model(|| {
-            let drainers = Arc::new(Drainers::new(1));
-            let idle = Arc::new(IdleSignal::new());
-            let queued = Arc::new(AtomicUsize::new(0));
-            assert_eq!(drainers.try_start(), Start::PoolJob);
-            let drainer = {
-                let (drainers, idle, queued) = (Arc::clone(&drainers), Arc::clone(&idle), Arc::clone(&queued));
-                thread::spawn(move || {
-                    if !idle.has_waiters() {
-                        thread::yield_now();
-                    }
-                    let after = drainers.leave(DrainerKind::PoolJob, true);
-                    match drainers.after_leave(after, || queued.load(Ordering::SeqCst) == 0) {
-                        AfterLeave::Idle => idle.notify(),
-                        other => panic!("the only drainer left an empty queue: {other:?}"),
-                    }
-                })
-            };
-            let is_idle = || drainers.snapshot().drainers() == 0 && queued.load(Ordering::SeqCst) == 0;
-            assert!(idle.wait(None, is_idle));
-            drainer.join().unwrap();
-        });
     }
 }

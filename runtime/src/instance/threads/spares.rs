@@ -77,10 +77,15 @@ pub(super) struct Spares {
     spawn: SpawnFn,
 }
 
-/// [`Spares::run`] could not start a thread: the cap is reached, the
-/// spares are shutting down, or the OS refused a thread.
+/// Why [`Spares::run`] started no thread (and dropped its job unrun).
 #[derive(Debug)]
-pub(super) struct AtCap;
+pub(super) enum NotStarted {
+    /// The cap is reached, or the spares are shutting down.
+    AtCap,
+    /// Below the cap, the system refused a thread (`EAGAIN`: its limit on
+    /// processes, `ulimit -u`, or memory).
+    Refused(std::io::Error),
+}
 
 /// Starts a runtime thread with the runtime's stack size.
 pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
@@ -122,12 +127,13 @@ impl Spares {
 
     /// Runs `job` on an idle spare, or on a new one if none is idle and the
     /// cap allows (then returns true). At the cap, while shutting down, or
-    /// if the system refuses a thread, `job` is dropped unrun.
+    /// if the system refuses a thread, `job` is dropped unrun; the caller
+    /// reports a refusal (this says nothing on stderr).
     ///
     /// The caller holds the scheduler busy until this returns (it took a
     /// drainer's place for the job), so the instance is not freed while
     /// the spares that ended are joined here.
-    pub(crate) fn run(self: &Arc<Spares>, job: Job) -> Result<bool, AtCap> {
+    pub(crate) fn run(self: &Arc<Spares>, job: Job) -> Result<bool, NotStarted> {
         let ended = std::mem::take(&mut lock(&self.state).ended);
         join_all(ended);
         let mut state = lock(&self.state);
@@ -139,7 +145,7 @@ impl Spares {
             return Ok(false);
         }
         if state.alive >= self.max || state.closing {
-            return Err(AtCap);
+            return Err(NotStarted::AtCap);
         }
         let slot = state.free_slots.pop().expect("a slot is free while fewer spares than slots are alive");
         state.alive += 1;
@@ -155,12 +161,10 @@ impl Spares {
                 Ok(true)
             }
             Err(e) => {
-                // The system refused a thread: as good as the cap.
+                // The system refused a thread: its slot and count go back.
                 state.alive -= 1;
                 state.free_slots.push(slot);
-                drop(state);
-                crate::sync::misuse::warn(&format!("cannot start a spare thread: {e}"));
-                Err(AtCap)
+                Err(NotStarted::Refused(e))
             }
         }
     }
@@ -291,7 +295,7 @@ mod tests {
             spawn_thread(name, main)
         }
         let spares = Spares::with_spawn(1, Duration::from_secs(60), refuse_once);
-        assert!(spares.run(Box::new(|_| {})).is_err());
+        assert!(matches!(spares.run(Box::new(|_| {})), Err(NotStarted::Refused(_))), "a refusal, not the cap");
         assert_eq!(spares.alive(), 0);
         let (tx, rx) = mpsc::channel();
         assert!(spares.run(Box::new(move |spare| tx.send(spare.slot()).unwrap())).unwrap());
@@ -344,7 +348,8 @@ mod tests {
                 })) {
                     Ok(_) => break,
                     // The only spare is still running its last job.
-                    Err(AtCap) => std::thread::yield_now(),
+                    Err(NotStarted::AtCap) => std::thread::yield_now(),
+                    Err(NotStarted::Refused(e)) => panic!("the system refused a thread: {e}"),
                 }
             }
             rx.recv().unwrap();

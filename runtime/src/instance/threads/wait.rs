@@ -7,7 +7,7 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
-use crate::instance::threads::{self, Blocked, STUCK_CHECK_INTERVAL};
+use crate::instance::threads::{self, fibers, Blocked, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
@@ -61,6 +61,10 @@ impl WakeWaiter {
 pub(crate) fn wait(completion: &Completion) -> Outcome {
     if let Some(outcome) = completion.state() {
         return outcome;
+    }
+    // A task on a stack of its own switches out, and its thread goes on.
+    if let (Some(fiber), Some(scheduler)) = (fibers::current(), threads::current()) {
+        return fibers::switch_out_until(fiber, scheduler, completion);
     }
     let node = WakeWaiter {
         waiter: Waiter::new(WakeWaiter::fire),

@@ -1,0 +1,33 @@
+//! loom model of the instance's gate ([`Gate`], `gate.rs`): destroy's
+//! close against a thread that queues from outside. Run with the crate's
+//! other loom models (`make loom`).
+
+use loom::sync::atomic::AtomicBool;
+use loom::sync::Arc;
+
+use crate::instance::gate::Gate;
+use crate::sync::Ordering;
+
+/// Destroy racing a spawner: the spawner's task is either queued while
+/// the closer waits for it (so the drain sees it), or refused (so it
+/// goes to a fresh instance); never queued after the closer's wait.
+#[test]
+fn close_against_enter() {
+    loom::model(|| {
+        let gate = Arc::new(Gate::new());
+        let queued = Arc::new(AtomicBool::new(false));
+        let (g, q) = (Arc::clone(&gate), Arc::clone(&queued));
+        let spawner = loom::thread::spawn(move || match g.enter() {
+            Some(_inside) => {
+                q.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        });
+        gate.close_and_wait();
+        // What the drain would see: the queue after the wait.
+        let seen = queued.load(Ordering::Relaxed);
+        let entered = spawner.join().unwrap();
+        assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");
+    });
+}

@@ -1,0 +1,365 @@
+//! Fibers: a drainer's loop runs on a task stack ([`super::stacks`]), and a
+//! task that blocks in an `Await*` switches out with that stack, so its
+//! thread goes on with its loop on a fresh one (README.md beside this file,
+//! "Tasks on stacks of their own").
+//!
+//! - A drainer resumes a fiber running its drain loop ([`drive`]). A task
+//!   that never blocks costs no switch at all.
+//! - A task that blocks registers a [`SwitchedOut`] node as a waiter of the
+//!   awaited object and suspends its fiber, yielding the node. The drainer,
+//!   back on its own stack, stores the fiber in the node and marks it
+//!   parked ([`SwitchedOut::park`]), then starts a fresh fiber.
+//! - The completion fires the node: if the fiber is parked, a task that
+//!   resumes it ([`resume_switched_out`]) is made ready like a continuation;
+//!   if the fiber is still switching out, the drainer parking it finds the
+//!   node fired and resumes the fiber at once instead (the hand-off).
+//! - The resumed task may finish on another thread. When it returns, its
+//!   fiber's drain loop ends ([`LoopEnd::SwitchedOut`]) and the stack goes
+//!   back to the pool of the thread that resumed it.
+//!
+//! Thread-locals: a frame on a fiber's stack may run on another thread
+//! after a switch, and LLVM may keep a thread-local's address across a call
+//! within one activation (llvm-project#98479). So the runtime's code reads
+//! thread-locals after a switch only in fresh activations: this module's
+//! accessors and every function called after [`suspend`] returns are
+//! `#[inline(never)]` (README.md, "Thread-locals"; the migration test in
+//! `runtime/tests/migration.rs` fails when they are inlined).
+
+use std::cell::Cell;
+use std::ffi::c_void;
+
+use corosensei::stack::Stack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use crate::base::task::{Origin, Task};
+use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
+use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
+use crate::probe::observe;
+use crate::instance::threads::handoff::Handoff;
+use crate::instance::threads::stacks::TaskStack;
+use crate::sync::tls;
+use crate::sync::Ordering;
+
+/// How a drain loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LoopEnd {
+    /// Nothing to do (or no permit to go on): the drainer leaves.
+    Left,
+    /// The fiber's task switched out and has now returned, possibly on
+    /// another thread: the fiber ends, its drainer went on long ago.
+    SwitchedOut,
+}
+
+/// A drain loop on a task stack: yields the node of a task that switched
+/// out, returns how its loop ended.
+pub(super) struct Fiber {
+    coroutine: Coroutine<(), *const SwitchedOut, LoopEnd, TaskStack>,
+    /// ThreadSanitizer's record of the fiber (nothing in other builds).
+    tsan: tsan::Fiber,
+}
+
+/// ThreadSanitizer's fibers (`make sanitize-tsan`): TSan keeps a shadow
+/// stack and a clock per context, and must be told of every switch, or it
+/// mixes the frames of the thread and of its fibers. A fiber may be
+/// switched to on any thread.
+#[cfg(mlir_async_tsan)]
+mod tsan {
+    use std::ffi::c_void;
+
+    extern "C" {
+        fn __tsan_get_current_fiber() -> *mut c_void;
+        fn __tsan_create_fiber(flags: u32) -> *mut c_void;
+        fn __tsan_destroy_fiber(fiber: *mut c_void);
+        fn __tsan_switch_to_fiber(fiber: *mut c_void, flags: u32);
+    }
+
+    pub(super) struct Fiber(*mut c_void);
+
+    impl Fiber {
+        pub(super) fn new() -> Fiber {
+            // SAFETY: TSan's runtime is linked in a TSan build.
+            Fiber(unsafe { __tsan_create_fiber(0) })
+        }
+
+        /// Runs `f` (a resume of this fiber) as this fiber, then switches
+        /// back to the context that called.
+        pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+            // SAFETY: switches between live TSan contexts (flags 0: the
+            // switch synchronises, as the real one does).
+            unsafe {
+                let outer = __tsan_get_current_fiber();
+                __tsan_switch_to_fiber(self.0, 0);
+                let result = f();
+                __tsan_switch_to_fiber(outer, 0);
+                result
+            }
+        }
+    }
+
+    impl Drop for Fiber {
+        fn drop(&mut self) {
+            // SAFETY: the fiber ended; TSan's record of it goes.
+            unsafe { __tsan_destroy_fiber(self.0) }
+        }
+    }
+}
+
+#[cfg(not(mlir_async_tsan))]
+mod tsan {
+    pub(super) struct Fiber;
+
+    impl Fiber {
+        pub(super) fn new() -> Fiber {
+            Fiber
+        }
+
+        #[inline(always)]
+        pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+}
+
+/// What the code on a fiber reaches through this thread's fiber slot. Lives
+/// on the fiber's own stack, so a pointer to it stays right on any thread.
+pub(super) struct FiberContext {
+    yielder: *const Yielder<(), *const SwitchedOut>,
+    /// The lowest address of the fiber's stack (its guard page), and the
+    /// stack's usable size: what the overflow handler reads.
+    limit: usize,
+    size: usize,
+    /// The task running on this fiber switched out: the fiber's drain loop
+    /// ends when that task returns.
+    switched_out: Cell<bool>,
+}
+
+impl FiberContext {
+    #[inline(always)]
+    pub(super) fn switched_out(&self) -> bool {
+        self.switched_out.get()
+    }
+}
+
+/// The fiber this thread runs on now, if any.
+#[inline(never)]
+pub(super) fn current() -> Option<&'static FiberContext> {
+    let ptr = tls::with(|slots| slots.fiber.get()).cast::<FiberContext>();
+    // SAFETY: the slot points to the context of the fiber running on this
+    // thread (set on every entry into a fiber, restored on every exit), on
+    // that fiber's stack, which lives while the fiber runs here.
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}
+
+/// The stack of the fiber this thread runs on now: its lowest address (the
+/// guard page's) and its usable size. Async-signal-safe (one load of an
+/// initial-exec thread-local, and of the context on the fiber's stack).
+pub(super) fn current_stack_bounds() -> Option<(usize, usize)> {
+    let ptr = tls::with(|slots| slots.fiber.get()).cast::<FiberContext>();
+    // SAFETY: as in `current`.
+    (!ptr.is_null()).then(|| unsafe { ((*ptr).limit, (*ptr).size) })
+}
+
+#[inline(never)]
+fn set_current(context: *const FiberContext) {
+    tls::with(|slots| slots.fiber.set(context.cast()));
+}
+
+/// A fiber running `scheduler`'s drain loop on a stack of the pool; `None`
+/// when no stack can be had.
+pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
+    let size = scheduler.config().task_stack_size;
+    let stack = stacks::take(size)?;
+    let limit = stack.limit().get();
+    let scheduler = scheduler.as_ref();
+    let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), *const SwitchedOut>, ()| {
+        let context = FiberContext { yielder, limit, size, switched_out: Cell::new(false) };
+        set_current(&context);
+        // SAFETY: the scheduler outlives its drainers' fibers: a fiber
+        // lives while its drainer runs, or while its task is switched out,
+        // which keeps the scheduler from being idle (`Scheduler::is_idle`).
+        unsafe { scheduler.get() }.drain_loop(Some(&context))
+    });
+    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
+}
+
+/// Runs `fiber` on this thread until its drain loop ends (`Some`) or its
+/// task switches out and the fiber is parked (`None`); a node fired while
+/// the fiber was switching out resumes it here at once.
+pub(super) fn drive(mut fiber: Fiber) -> Option<LoopEnd> {
+    loop {
+        let outer = current_raw();
+        let result = fiber.tsan.run(|| fiber.coroutine.resume(()));
+        set_current(outer);
+        match result {
+            CoroutineResult::Return(end) => {
+                stacks::give_back(fiber.coroutine.into_stack());
+                return Some(end);
+            }
+            // SAFETY: a fiber yields only the node of its task that
+            // switched out, which lives on the fiber's stack until the
+            // fiber is resumed.
+            CoroutineResult::Yield(node) => match unsafe { SwitchedOut::park(node, fiber) } {
+                Ok(()) => return None,
+                Err(fired) => fiber = fired,
+            },
+        }
+    }
+}
+
+#[inline(never)]
+fn current_raw() -> *const FiberContext {
+    tls::with(|slots| slots.fiber.get()).cast()
+}
+
+/// A task switched out of its fiber until an object completes: a waiter
+/// node on the fiber's own stack (in [`switch_out_until`]'s frame).
+#[repr(C)]
+pub(super) struct SwitchedOut {
+    waiter: Waiter,
+    /// The fiber, from its parking until the task resuming it takes it.
+    handoff: Handoff<Fiber>,
+    scheduler: SchedulerRef,
+}
+
+// SAFETY: `#[repr(C)]`, the `Waiter` first.
+unsafe impl WaiterNode for SwitchedOut {}
+
+impl SwitchedOut {
+    /// The drainer's half of the hand-off: parks `fiber` in `node`, or, if
+    /// the object completed while the fiber was switching out, gives it
+    /// back to be resumed at once.
+    ///
+    /// # Safety
+    /// `node` is the node `fiber` yielded, and `fiber` is suspended.
+    unsafe fn park(node: *const SwitchedOut, fiber: Fiber) -> Result<(), Fiber> {
+        // SAFETY: the node lives on the suspended fiber's stack; this is
+        // the one parking side.
+        let parked = unsafe { (*node).handoff.park(fiber) };
+        if parked.is_err() {
+            // Fired while switching out: this drainer takes the task up
+            // again at once (the count `switching_out` raised ends here,
+            // as it does in `resume_switched_out` for a parked one).
+            // SAFETY: the scheduler lives while its drainer runs.
+            unsafe { (*node).scheduler.get() }.switched_in();
+        }
+        parked
+    }
+
+    /// The completion's half: makes the parked fiber's task ready, or, if
+    /// its drainer has not parked it yet, leaves that to the drainer.
+    ///
+    /// # Safety
+    /// `node` is a `SwitchedOut` registered with the completing object.
+    unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
+        let node = node.cast::<SwitchedOut>();
+        // SAFETY: the node lives until its fiber is resumed, which needs
+        // `fire` below first; read before it.
+        let scheduler = unsafe { (*node).scheduler };
+        // SAFETY: as above; the node is not touched after `fire`.
+        if unsafe { &(*node).handoff }.fire() {
+            let task = Task::new(node.cast(), Some(resume_switched_out), Origin::Resume, "resume");
+            // SAFETY: the scheduler lives while a task is switched out.
+            unsafe { scheduler.get() }.make_ready(task);
+        }
+    }
+}
+
+/// The task that resumes a parked fiber: its task goes on on this thread.
+///
+/// # Safety
+/// `node` is a parked, fired `SwitchedOut`; called once.
+unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
+    let node = node.cast::<SwitchedOut>().cast_const();
+    // SAFETY: parked and fired: the fiber is in the node (the swap in
+    // `fire` acquired it, the queue carried that here), and the node lives
+    // on the fiber's stack until the fiber runs again, below.
+    let (fiber, scheduler) = unsafe { ((*node).handoff.take(), (*node).scheduler) };
+    // SAFETY: the scheduler lives while a task is switched out; this
+    // drainer keeps it from being idle from here on.
+    unsafe { scheduler.get() }.switched_in();
+    match drive(fiber) {
+        None | Some(LoopEnd::SwitchedOut) => {}
+        Some(LoopEnd::Left) => unreachable!("a resumed fiber's loop ends when its task returns"),
+    }
+}
+
+/// A blocking wait on a fiber: registers the task as `completion`'s waiter
+/// and switches out; returns on whichever thread resumed the task.
+pub(super) fn switch_out_until(context: &FiberContext, scheduler: &Scheduler, completion: &Completion) -> Outcome {
+    let node = SwitchedOut {
+        waiter: Waiter::new(SwitchedOut::fire),
+        handoff: Handoff::new(),
+        scheduler: scheduler.as_ref(),
+    };
+    let node_ptr = &node as *const SwitchedOut as *mut Waiter;
+    // SAFETY: the node outlives its time in the list: this function does
+    // not return before the node fired (the fiber is resumed only then).
+    if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
+        return outcome;
+    }
+    let observed = observe::wait_started();
+    let left = observe::switch_thread();
+    scheduler.switching_out();
+    context.switched_out.set(true);
+    observe::task_switched_out();
+    if migration::enabled() {
+        // The same switch, with the thread-locals read in this activation
+        // before and after it (one branch, so that a compiler may keep the
+        // first reading's addresses for the second if the accessors were
+        // inlined: what the check must catch).
+        let before = migration::read();
+        suspend(context, &node);
+        after_switch_in(context, observed, left);
+        migration::check(before, migration::read());
+    } else {
+        suspend(context, &node);
+        after_switch_in(context, observed, left);
+    }
+    completion.state().expect("resumed before completion")
+}
+
+/// Switches out to the fiber's resumer, yielding `node`.
+#[inline(never)]
+fn suspend(context: &FiberContext, node: &SwitchedOut) {
+    // SAFETY: the yielder lives on this fiber's stack for as long as the
+    // fiber runs, and this code runs on it.
+    let yielder = unsafe { &*context.yielder };
+    yielder.suspend(node);
+}
+
+/// Back on a thread after a switch: the fiber slot is this thread's again,
+/// and the wait is recorded where the task now runs.
+#[inline(never)]
+fn after_switch_in(context: &FiberContext, observed: Option<u64>, left: u64) {
+    set_current(context);
+    observe::task_switched_in(left);
+    if let Some(start) = observed {
+        observe::wait_ended(start, true);
+    }
+}
+
+impl Scheduler {
+    /// Queues a task made ready on any thread: in this thread's slot when
+    /// it drains this scheduler, else in the queue.
+    pub(super) fn make_ready(&self, task: Task) {
+        if self.is_current() {
+            self.push_local(task)
+        } else {
+            self.push(task)
+        }
+    }
+
+    /// A task of this scheduler is about to switch out (called by the
+    /// drainer running it, so the scheduler is not idle meanwhile).
+    pub(super) fn switching_out(&self) {
+        // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
+        // not see the drainer gone before it sees the task switched out.
+        self.switched_out.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A switched-out task was taken up again, by a drainer (which keeps
+    /// the scheduler from being idle from here on).
+    pub(super) fn switched_in(&self) {
+        self.switched_out.fetch_sub(1, Ordering::SeqCst);
+    }
+}

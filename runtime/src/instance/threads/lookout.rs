@@ -1,0 +1,88 @@
+//! The idle drainers looking for work, and the wake-up of a task put in a
+//! thread's next-task slot or deque (README.md beside this file, "The
+//! next-task slot").
+//!
+//! A task made ready inside a task goes to its thread's slot (or deque),
+//! where its owner runs it once its current task returns, and where an
+//! idle drainer may take it meanwhile. For that, while the task waits, an
+//! idle drainer must be looking, or be started:
+//!
+//! - the producer, after the put: `SeqCst` fence; if no drainer looks for
+//!   work, start one if a permit is free ([`Lookout::should_start`]);
+//! - a drainer that stops looking (it found a task, or leaves): `SeqCst`
+//!   decrement of the count; (when it leaves, its `SeqCst` update of the
+//!   drainers word;) `SeqCst` fence; if no drainer looks for work now and a
+//!   task waits in a slot or deque, start one if a permit is free
+//!   ([`Lookout::after_looking`]).
+//!
+//! If the producer's fence comes first, the drainer's look after its own
+//! fence sees the task; otherwise the producer's load sees the count
+//! without that drainer, and the permit it gave back (if it left). A drainer
+//! that looks for work never leaves while a slot holds a task: its last
+//! look takes it (`Scheduler::run_drainer`). loom model: `loom_slot.rs`.
+
+use crate::instance::threads::drainers::{Drainers, Start};
+use crate::sync::mutation;
+use crate::sync::{fence, AtomicUsize, Ordering};
+
+pub(super) struct Lookout {
+    /// Idle drainers looking for work (spinning or yielding).
+    looking: AtomicUsize,
+    /// How many may at once; a drainer beyond that leaves at once.
+    max: usize,
+}
+
+impl Lookout {
+    pub(super) fn new(max: usize) -> Lookout {
+        Lookout { looking: AtomicUsize::new(0), max }
+    }
+
+    /// A drainer found no task and starts looking; false (and nothing
+    /// counted) when enough drainers look already.
+    pub(super) fn start_looking(&self) -> bool {
+        // SeqCst, as every change of the count: see the module's comment.
+        if self.looking.fetch_add(1, Ordering::SeqCst) >= self.max {
+            self.looking.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// A drainer that looked stops: it found a task, or leaves. The caller
+    /// then calls [`Lookout::after_looking`] (after its leave, if it
+    /// leaves).
+    pub(super) fn stop_looking(&self) {
+        self.looking.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// After a task was put in this thread's slot or deque: true when a
+    /// drainer should be started for it (none looks for work, and a permit
+    /// seems free: the caller then tries [`Drainers::try_start`]).
+    #[inline(always)]
+    pub(super) fn should_start(&self, drainers: &Drainers) -> bool {
+        // SeqCst fence: orders the put before the load of the count and
+        // the word; `after_looking` has the other side.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence. (The permits first: with every
+        // permit taken, the usual case of a busy pool, that is one load.)
+        drainers.permit_free() && self.looking.load(Ordering::Relaxed) == 0
+    }
+
+    /// After a drainer stopped looking for work or left (or blocked, or
+    /// failed to start): the drainer to start for a task that waits in a
+    /// slot or deque (`any_local_task`), if no other drainer looks for work
+    /// and a permit is free.
+    pub(super) fn after_looking(&self, drainers: &Drainers, any_local_task: impl Fn() -> bool) -> Start {
+        if mutation::SLOT_NO_RECHECK {
+            return Start::NotNeeded;
+        }
+        // SeqCst fence: orders this drainer's decrement (and leave) before
+        // its look; see `should_start`.
+        fence(Ordering::SeqCst);
+        if self.looking.load(Ordering::Relaxed) == 0 && drainers.permit_free() && any_local_task() {
+            drainers.start_if_permit_free()
+        } else {
+            Start::NotNeeded
+        }
+    }
+}

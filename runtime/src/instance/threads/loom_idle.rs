@@ -1,0 +1,46 @@
+//! loom model of the wait for idleness (`idle.rs`) against the last
+//! drainer leaving, on the real [`IdleSignal`] and [`Drainers`]. Run with
+//! the crate's other loom models (`make loom`); `make mutations` checks
+//! that it finds the deadlock without the waiter's re-check (mutation 4).
+
+use loom::sync::atomic::AtomicUsize;
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::instance::threads::idle::IdleSignal;
+use crate::sync::Ordering;
+
+/// A thread waits for idleness (the harness between two runs, the
+/// destroy hook) while the only drainer, out of tasks, goes through its
+/// idle wait and leaves: it leaves at once once it sees the waiter,
+/// else after one more look, as `run_drainer`. On the real
+/// [`IdleSignal`] and [`Drainers`]: the waiter must hear of idleness
+/// whichever comes first, its spin's last look, its re-check under the
+/// signal's lock or its sleep. Without the re-check (mutation 4) loom
+/// finds the notification lost before the sleep: a deadlock.
+#[test]
+fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
+    loom::model(|| {
+        let drainers = Arc::new(Drainers::new(1));
+        let idle = Arc::new(IdleSignal::new());
+        let queued = Arc::new(AtomicUsize::new(0));
+        assert_eq!(drainers.try_start(), Start::PoolJob);
+        let drainer = {
+            let (drainers, idle, queued) = (Arc::clone(&drainers), Arc::clone(&idle), Arc::clone(&queued));
+            thread::spawn(move || {
+                if !idle.has_waiters() {
+                    thread::yield_now();
+                }
+                let after = drainers.leave(DrainerKind::PoolJob, true);
+                match drainers.after_leave(after, || queued.load(Ordering::SeqCst) == 0) {
+                    AfterLeave::Idle => idle.notify(),
+                    other => panic!("the only drainer left an empty queue: {other:?}"),
+                }
+            })
+        };
+        let is_idle = || drainers.snapshot().drainers() == 0 && queued.load(Ordering::SeqCst) == 0;
+        assert!(idle.wait(None, is_idle));
+        drainer.join().unwrap();
+    });
+}

@@ -1,0 +1,148 @@
+//! A task made ready inside a task (an `Execute` from a task, a
+//! continuation its completion fires) must be visible to idle threads while
+//! that task goes on: its parent may wait for it by spinning on memory
+//! instead of awaiting. An earlier version kept it in the thread's
+//! next-task slot, which no other thread could take, and started no drainer
+//! for it: the parent spun forever (3 runs of 3 hung).
+//!
+//! Each scenario runs in a child process with two workers, so a hang is
+//! killed and reported instead of stalling the suite; each spin also gives
+//! up by itself after 10 s and the child then exits with [`HUNG`].
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{run_child, task, TokenPtr};
+use mlir_async_runtime::abi::*;
+
+const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
+
+/// A child's exit code when a spin gave up.
+const HUNG: i32 = 3;
+
+/// How long a spin waits for the task it made ready.
+const SPIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// Spins until `flag` is set; exits the process with [`HUNG`] after
+/// [`SPIN_LIMIT`].
+fn spin_on(flag: &AtomicBool, what: &str) {
+    let start = Instant::now();
+    while !flag.load(Ordering::Acquire) {
+        if start.elapsed() > SPIN_LIMIT {
+            eprintln!("scenario: {what}: the spin did not end within {SPIN_LIMIT:?}");
+            std::process::exit(HUNG);
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Runs `body` as a task and waits (blocking, from this thread) until it
+/// returns.
+fn run_task_and_wait(body: impl FnOnce() + Send + 'static) {
+    let done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+    let (h, r) = task(move || {
+        body();
+        // SAFETY: the task owns the producer's reference.
+        unsafe { mlirAsyncRuntimeEmplaceToken(done.get()) };
+    });
+    mlirAsyncRuntimeExecute(h, r);
+    // SAFETY: our reference.
+    unsafe {
+        mlirAsyncRuntimeAwaitToken(done.get());
+        mlirAsyncRuntimeDropRef(done.get().cast(), 1);
+    }
+}
+
+/// A task starts a child with `Execute` and spins until the child ran.
+fn execute_then_spin(rounds: usize) {
+    for round in 0..rounds {
+        run_task_and_wait(move || {
+            let flag = Arc::new(AtomicBool::new(false));
+            let set = Arc::clone(&flag);
+            let (h, r) = task(move || set.store(true, Ordering::Release));
+            mlirAsyncRuntimeExecute(h, r);
+            spin_on(&flag, &format!("round {round}: the child of an Execute inside a task"));
+        });
+    }
+    __mlir_execution_engine_destroy();
+}
+
+/// A task starts two children, then spins until the first one ran: the
+/// older one is not in the slot but in the thread's deque.
+fn two_children_then_spin(rounds: usize) {
+    for round in 0..rounds {
+        run_task_and_wait(move || {
+            let flag = Arc::new(AtomicBool::new(false));
+            let set = Arc::clone(&flag);
+            let (h, r) = task(move || set.store(true, Ordering::Release));
+            mlirAsyncRuntimeExecute(h, r);
+            let (h, r) = task(|| {});
+            mlirAsyncRuntimeExecute(h, r);
+            spin_on(&flag, &format!("round {round}: the older of two children"));
+        });
+    }
+    __mlir_execution_engine_destroy();
+}
+
+/// A task completes a token whose continuation (registered beforehand from
+/// this thread) sets a flag, and spins until it is set.
+fn continuation_then_spin(rounds: usize) {
+    for round in 0..rounds {
+        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = Arc::clone(&flag);
+        let (h, r) = task(move || {
+            // SAFETY: the continuation owns the consumer's reference.
+            unsafe { mlirAsyncRuntimeDropRef(gate.get().cast(), 1) };
+            set.store(true, Ordering::Release);
+        });
+        // SAFETY: a live token; our reference moves to the continuation.
+        unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(gate.get(), h, r) };
+        run_task_and_wait(move || {
+            // SAFETY: the producer's reference.
+            unsafe { mlirAsyncRuntimeEmplaceToken(gate.get()) };
+            spin_on(&flag, &format!("round {round}: a continuation fired inside a task"));
+        });
+    }
+    __mlir_execution_engine_destroy();
+}
+
+/// The child side: runs the scenario named in the environment, if any.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var(SCENARIO_ENV) else { return };
+    match name.as_str() {
+        "execute" => execute_then_spin(200),
+        "two-children" => two_children_then_spin(200),
+        "continuation" => continuation_then_spin(200),
+        other => panic!("unknown scenario {other}"),
+    }
+    std::process::exit(0);
+}
+
+fn assert_completes(name: &str) {
+    let run = run_child(
+        "scenario_child",
+        &[(SCENARIO_ENV, name), ("MLIR_ASYNC_RUNTIME_WORKERS", "2")],
+        Duration::from_secs(60),
+    );
+    assert!(run.succeeded(), "{name} with 2 workers: {}", run.describe());
+}
+
+#[test]
+fn a_task_spinning_on_the_child_it_started_completes() {
+    assert_completes("execute");
+}
+
+#[test]
+fn a_task_spinning_on_the_older_of_two_children_completes() {
+    assert_completes("two-children");
+}
+
+#[test]
+fn a_task_spinning_on_a_continuation_it_fired_completes() {
+    assert_completes("continuation");
+}
