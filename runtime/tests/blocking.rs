@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{execute_and_await, run_child, task, wait_child, ChildRun, TokenPtr};
+use common::{execute_and_await, run_child, task, wait_child, ChildRun, GatedTasks, TokenPtr};
 use mlir_async_runtime::abi::*;
 
 const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
@@ -94,38 +94,16 @@ fn blocked_chain() {
 fn all_started_then_opened(n: usize) {
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = sample_peak_threads(Arc::clone(&stop));
-    let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-    let started = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = mpsc::channel();
-    for _ in 0..n {
-        // SAFETY: each task owns one reference to the gate.
-        unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
-        let (started, done, tx) = (Arc::clone(&started), Arc::clone(&done), tx.clone());
-        let (h, r) = task(move || unsafe {
-            started.fetch_add(1, Ordering::SeqCst);
-            mlirAsyncRuntimeAwaitToken(gate.get());
-            mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
-            if done.fetch_add(1, Ordering::SeqCst) + 1 == n {
-                tx.send(()).unwrap();
-            }
-        });
-        mlirAsyncRuntimeExecute(h, r);
+    let tasks = GatedTasks::start(n);
+    if let Err(started) = tasks.wait_all_started(Duration::from_secs(60)) {
+        eprintln!("scenario: only {started} of {n} tasks started");
+        std::process::exit(HUNG);
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while started.load(Ordering::SeqCst) < n {
-        if std::time::Instant::now() > deadline {
-            eprintln!("scenario: only {} of {n} tasks started", started.load(Ordering::SeqCst));
-            std::process::exit(HUNG);
-        }
-        thread::sleep(Duration::from_millis(1));
+    tasks.open();
+    if !tasks.wait_all_finished(Duration::from_secs(60)) {
+        eprintln!("scenario: the last of {n} gated tasks did not finish within 60 s");
+        std::process::exit(HUNG);
     }
-    // SAFETY: the producer's reference, then ours.
-    unsafe {
-        mlirAsyncRuntimeEmplaceToken(gate.get());
-        mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
-    }
-    recv_or_exit(&rx, &format!("the last of {n} gated tasks"), Duration::from_secs(60));
     __mlir_execution_engine_destroy();
     stop.store(true, Ordering::Relaxed);
     println!("peak threads: {}", sampler.join().unwrap());
@@ -355,10 +333,6 @@ enum Stacks {
 }
 
 const BOTH: [Stacks; 2] = [Stacks::On, Stacks::Off];
-
-fn scenario(name: &str, workers: &str, limit: Duration) -> ChildRun {
-    scenario_with(name, workers, "512", Stacks::On, limit)
-}
 
 fn scenario_with(name: &str, workers: &str, max_threads: &str, stacks: Stacks, limit: Duration) -> ChildRun {
     let stacks = match stacks {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{execute_and_await, run_child, task, wait_child, ChildRun, TokenPtr};
+use common::{execute_and_await, run_child, task, wait_child, ChildRun, GatedTasks, TokenPtr};
 use mlir_async_runtime::abi::*;
 use mlir_async_runtime::RuntimeStats;
 
@@ -200,35 +200,18 @@ fn fork_while_busy(busy: Busy, children: usize) {
 fn destroy_with_blocked_tasks(rounds: usize) {
     const TASKS: usize = 64;
     for _ in 0..rounds {
-        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-        let started = Arc::new(AtomicUsize::new(0));
-        let finished = Arc::new(AtomicUsize::new(0));
-        for _ in 0..TASKS {
-            // SAFETY: the task owns one consumer reference to the gate.
-            unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
-            let (started, finished) = (Arc::clone(&started), Arc::clone(&finished));
-            let (h, r) = task(move || unsafe {
-                started.fetch_add(1, Ordering::SeqCst);
-                mlirAsyncRuntimeAwaitToken(gate.get());
-                mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
-                finished.fetch_add(1, Ordering::SeqCst);
-            });
-            mlirAsyncRuntimeExecute(h, r);
+        let tasks = GatedTasks::start(TASKS);
+        if let Err(started) = tasks.wait_all_started(Duration::from_secs(30)) {
+            eprintln!("scenario: only {started} of {TASKS} tasks started");
+            std::process::exit(HUNG);
         }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while started.load(Ordering::SeqCst) < TASKS {
-            if Instant::now() > deadline {
-                eprintln!("scenario: only {} of {TASKS} tasks started", started.load(Ordering::SeqCst));
-                std::process::exit(HUNG);
-            }
-            thread::yield_now();
-        }
+        let gate = tasks.gate();
         let opener = thread::spawn(move || {
             thread::sleep(Duration::from_millis(50));
             open(gate);
         });
         __mlir_execution_engine_destroy();
-        let done = finished.load(Ordering::SeqCst);
+        let done = tasks.finished();
         if done != TASKS {
             eprintln!("scenario: destroy returned with {} of {TASKS} blocked tasks unfinished", TASKS - done);
             std::process::exit(LOST);

@@ -9,11 +9,9 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use common::{run_child, task, TokenPtr};
+use common::{run_child, GatedTasks};
 use mlir_async_runtime::abi::*;
 
 const CHILD_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_MIGRATION_CHILD";
@@ -25,33 +23,10 @@ fn blocked_tasks_resumed_anywhere() {
     const ROUNDS: usize = 20;
     const TASKS: usize = 200;
     for _ in 0..ROUNDS {
-        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-        let started = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = mpsc::channel();
-        for _ in 0..TASKS {
-            // SAFETY: each task owns one reference to the gate.
-            unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
-            let (started, done, tx) = (Arc::clone(&started), Arc::clone(&done), tx.clone());
-            let (h, r) = task(move || unsafe {
-                started.fetch_add(1, Ordering::SeqCst);
-                mlirAsyncRuntimeAwaitToken(gate.get());
-                mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
-                if done.fetch_add(1, Ordering::SeqCst) + 1 == TASKS {
-                    tx.send(()).unwrap();
-                }
-            });
-            mlirAsyncRuntimeExecute(h, r);
-        }
-        while started.load(Ordering::SeqCst) < TASKS {
-            std::thread::yield_now();
-        }
-        // SAFETY: the producer's reference, then ours.
-        unsafe {
-            mlirAsyncRuntimeEmplaceToken(gate.get());
-            mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
-        }
-        rx.recv_timeout(Duration::from_secs(30)).expect("the round's tasks finish");
+        let tasks = GatedTasks::start(TASKS);
+        tasks.wait_all_started(Duration::from_secs(30)).expect("the round's tasks start");
+        tasks.open();
+        assert!(tasks.wait_all_finished(Duration::from_secs(30)), "the round's tasks finish");
     }
     __mlir_execution_engine_destroy();
     let (migrations, stale) = mlir_async_runtime::migration_check();

@@ -137,12 +137,17 @@ def add_common_args(ap: argparse.ArgumentParser, out: Path) -> None:
                     help="the toolchain (default: $LLVM_PREFIX/bin)")
 
 
-def run_child(cmd: list[str], timeout: float) -> dict:
-    """Runs cmd; returns wall time, rusage peak RSS, exit status, output."""
+def run_child(cmd: list[str], timeout: float, env: dict | None = None,
+              watch=None) -> dict:
+    """Runs cmd (with env, if given); returns wall time, rusage peak RSS,
+    exit status, output. watch(pid), if given, starts watching the child
+    (scripts/bench/blocked.py samples its threads) and returns an object
+    whose finish() is called once the child is reaped."""
     with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, env=env)
+        watcher = watch(proc.pid) if watch else None
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -159,6 +164,8 @@ def run_child(cmd: list[str], timeout: float) -> dict:
             _, status, ru = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
+            if watcher:
+                watcher.finish()
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         fout.seek(0)

@@ -75,7 +75,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -90,6 +89,7 @@ import corpus  # noqa: E402  (RUN lines: the program's lowering)
 import harness  # noqa: E402  (the one jit-harness command line)
 import lowering  # noqa: E402  (the one lowering recipe)
 import toolchain  # noqa: E402  (LLVM_PREFIX)
+import bench  # noqa: E402  (run_child: the one way a benchmark runs a process)
 
 # The program's two parameters, each one line of it.
 N_LINE = re.compile(r"^(\s*%n_tasks = arith\.constant )\d+( : index)$", re.M)
@@ -218,44 +218,31 @@ class Sampler(threading.Thread):
                 next_maps = now + self.maps_every_s
             self.stop.wait(self.every_s)
 
+    def finish(self) -> None:
+        """Stops sampling (the process was reaped)."""
+        self.stop.set()
+        self.join()
+
 
 def run_sampled(cmd: list[str], env: dict, timeout: float, every_s: float,
                 maps_every_s: float) -> dict:
-    """Runs cmd, sampling it; wall time, exit status, peak RSS (rusage),
-    peak threads and mappings (sampled), output."""
-    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=fout, stderr=ferr, stdin=subprocess.DEVNULL,
-                                env=env)
-        sampler = Sampler(proc.pid, every_s, maps_every_s)
+    """Runs cmd (bench.py's run_child), sampling it; wall time, exit
+    status, peak RSS (rusage), peak threads and mappings (sampled),
+    output."""
+    samplers: list[Sampler] = []
+
+    def watch(pid: int) -> Sampler:
+        sampler = Sampler(pid, every_s, maps_every_s)
         sampler.start()
-        timed_out = threading.Event()
+        samplers.append(sampler)
+        return sampler
 
-        def kill() -> None:
-            timed_out.set()
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        try:
-            # wait4 reaps the child and gives its own rusage (ru_maxrss: KiB).
-            _, status, ru = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-            sampler.stop.set()
-            sampler.join()
-        wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        fout.seek(0)
-        ferr.seek(0)
-        return {"rc": proc.returncode, "timed_out": timed_out.is_set(), "wall_s": wall,
-                "peak_rss_kib": ru.ru_maxrss, "peak_threads": sampler.peak_threads,
-                "peak_maps": sampler.peak_maps, "samples": sampler.samples,
-                "stdout": fout.read().decode(errors="replace"),
-                "stderr": ferr.read().decode(errors="replace")}
+    res = bench.run_child(cmd, timeout, env=env, watch=watch)
+    sampler = samplers[0]
+    return {"rc": res["rc"], "timed_out": res["timeout"], "wall_s": res["wall_s"],
+            "peak_rss_kib": res["maxrss_kib"], "peak_threads": sampler.peak_threads,
+            "peak_maps": sampler.peak_maps, "samples": sampler.samples,
+            "stdout": res["stdout"], "stderr": res["stderr"]}
 
 
 def machine_limits() -> dict:

@@ -56,6 +56,84 @@ pub fn execute_and_await() {
     }
 }
 
+/// `n` tasks that each count themselves started, then block in
+/// `AwaitToken` on one gate token; [`GatedTasks::open`] completes the gate.
+pub struct GatedTasks {
+    n: usize,
+    gate: TokenPtr,
+    started: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    finished: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    all_finished: mpsc::Receiver<()>,
+}
+
+impl GatedTasks {
+    /// Queues the `n` tasks.
+    pub fn start(n: usize) -> GatedTasks {
+        use mlir_async_runtime::abi::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let started = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let (tx, all_finished) = mpsc::channel();
+        for _ in 0..n {
+            // SAFETY: each task owns one reference to the gate.
+            unsafe { mlirAsyncRuntimeAddRef(gate.get().cast(), 1) };
+            let (started, finished, tx) = (Arc::clone(&started), Arc::clone(&finished), tx.clone());
+            let (h, r) = task(move || unsafe {
+                started.fetch_add(1, Ordering::SeqCst);
+                mlirAsyncRuntimeAwaitToken(gate.get());
+                mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+                if finished.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                    let _ = tx.send(());
+                }
+            });
+            mlirAsyncRuntimeExecute(h, r);
+        }
+        GatedTasks { n, gate, started, finished, all_finished }
+    }
+
+    /// Waits until every task has started (and so is blocked on the gate),
+    /// for at most `limit`; false, with the count, if they did not.
+    pub fn wait_all_started(&self, limit: Duration) -> Result<(), usize> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let started = self.started.load(std::sync::atomic::Ordering::SeqCst);
+            if started >= self.n {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(started);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Opens the gate: the producer's reference, then the creator's.
+    pub fn open(&self) {
+        // SAFETY: both references are ours, dropped once.
+        unsafe {
+            mlir_async_runtime::abi::mlirAsyncRuntimeEmplaceToken(self.gate.get());
+            mlir_async_runtime::abi::mlirAsyncRuntimeDropRef(self.gate.get().cast(), 1);
+        }
+    }
+
+    /// Tasks that finished so far.
+    pub fn finished(&self) -> usize {
+        self.finished.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits for the last task to finish, for at most `limit`.
+    pub fn wait_all_finished(&self, limit: Duration) -> bool {
+        self.all_finished.recv_timeout(limit).is_ok()
+    }
+
+    /// A gate to move into a thread that opens it.
+    pub fn gate(&self) -> TokenPtr {
+        self.gate
+    }
+}
+
 /// Waits for child `pid` for at most `limit`; kills it and returns `None`
 /// if it hangs, else its wait status.
 pub fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
