@@ -69,7 +69,7 @@ pub use embed::{symbols, Leaks, Runtime, RuntimeGuard, ShutdownError};
 pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue, Payload};
 pub use instance::config::DEFAULT_MAX_THREADS;
 pub use object::group::Group;
-pub use introspection::{schedule_steps, schedule_task_counts, select_schedule, stats, task_stacks_in_use, migration_check, RuntimeStats};
+pub use introspection::{schedule_steps, schedule_task_counts, select_schedule, stats, migration_check, RuntimeStats};
 pub use object::token::Token;
 pub use object::value::Value;
 

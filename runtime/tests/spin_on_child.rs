@@ -56,32 +56,21 @@ fn run_task_and_wait(body: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// A task starts a child with `Execute` and spins until the child ran.
-fn execute_then_spin(rounds: usize) {
+/// A task starts a child with `Execute` (then, with `younger`, a second
+/// one) and spins until the first child ran. With a younger child, the
+/// first is not in the thread's slot but in its deque.
+fn child_then_spin(rounds: usize, younger: bool, what: &'static str) {
     for round in 0..rounds {
         run_task_and_wait(move || {
             let flag = Arc::new(AtomicBool::new(false));
             let set = Arc::clone(&flag);
             let (h, r) = task(move || set.store(true, Ordering::Release));
             mlirAsyncRuntimeExecute(h, r);
-            spin_on(&flag, &format!("round {round}: the child of an Execute inside a task"));
-        });
-    }
-    __mlir_execution_engine_destroy();
-}
-
-/// A task starts two children, then spins until the first one ran: the
-/// older one is not in the slot but in the thread's deque.
-fn two_children_then_spin(rounds: usize) {
-    for round in 0..rounds {
-        run_task_and_wait(move || {
-            let flag = Arc::new(AtomicBool::new(false));
-            let set = Arc::clone(&flag);
-            let (h, r) = task(move || set.store(true, Ordering::Release));
-            mlirAsyncRuntimeExecute(h, r);
-            let (h, r) = task(|| {});
-            mlirAsyncRuntimeExecute(h, r);
-            spin_on(&flag, &format!("round {round}: the older of two children"));
+            if younger {
+                let (h, r) = task(|| {});
+                mlirAsyncRuntimeExecute(h, r);
+            }
+            spin_on(&flag, &format!("round {round}: {what}"));
         });
     }
     __mlir_execution_engine_destroy();
@@ -115,8 +104,8 @@ fn continuation_then_spin(rounds: usize) {
 fn scenario_child() {
     let Ok(name) = std::env::var(SCENARIO_ENV) else { return };
     match name.as_str() {
-        "execute" => execute_then_spin(200),
-        "two-children" => two_children_then_spin(200),
+        "execute" => child_then_spin(200, false, "the child of an Execute inside a task"),
+        "two-children" => child_then_spin(200, true, "the older of two children"),
         "continuation" => continuation_then_spin(200),
         other => panic!("unknown scenario {other}"),
     }

@@ -57,12 +57,6 @@ pub fn schedule_task_counts() -> (u64, u64) {
     instance::schedule_task_counts()
 }
 
-/// Task stacks taken and not given back now (drainers' and switched-out
-/// tasks'), and the most at once since the process started (tests read
-/// it; `MLIR_ASYNC_RUNTIME_STATS=1` prints the peak).
-pub fn task_stacks_in_use() -> (usize, usize) {
-    instance::threads::stacks::in_use()
-}
 
 /// The migration check's results (`MLIR_ASYNC_RUNTIME_CHECK_MIGRATION=1`,
 /// `instance/threads/migration.rs`): tasks resumed on another thread than

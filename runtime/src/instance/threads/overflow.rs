@@ -16,6 +16,7 @@ use std::sync::Once;
 
 use crate::instance::config::TASK_STACK_SIZE_ENV;
 use crate::instance::threads::fibers;
+use crate::instance::threads::stacks::page_size;
 use crate::sync::misuse::write_stderr;
 
 /// How far below a stack's guard page a fault still counts as that
@@ -122,10 +123,6 @@ extern "C" fn handler(signal: libc::c_int, info: *mut libc::siginfo_t, context: 
     chain(signal, info, context);
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf is async-signal-safe and has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
-}
 
 /// Writes the line (no allocation: a fixed buffer) and aborts.
 fn overflowed(size: usize) -> ! {

@@ -111,10 +111,9 @@ thread_local! {
     static POOL: RefCell<Vec<TaskStack>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Stacks taken and not given back, process-wide, and their peak (the
-/// counters' "task stacks in use"). Relaxed: statistics only.
+/// Stacks taken and not given back, process-wide (the counters' peak of
+/// task stacks in use, and the refusal's line). Relaxed: statistics only.
 static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The refusal was said once.
 static REFUSAL_SAID: AtomicBool = AtomicBool::new(false);
 
@@ -152,7 +151,6 @@ pub(super) fn take(size: usize) -> Option<TaskStack> {
     };
     // Relaxed: statistics only.
     let in_use = IN_USE.fetch_add(1, Ordering::Relaxed) + 1;
-    PEAK.fetch_max(in_use, Ordering::Relaxed);
     observe::task_stack_taken(|| in_use);
     Some(stack)
 }
@@ -174,12 +172,6 @@ pub(super) fn give_back(stack: TaskStack) {
     });
 }
 
-/// Stacks taken and not given back now, and the most at once since the
-/// process started.
-pub(crate) fn in_use() -> (usize, usize) {
-    (IN_USE.load(Ordering::Relaxed), PEAK.load(Ordering::Relaxed))
-}
-
 /// True when `stack` is what [`TaskStack::new`] gives for `size`.
 fn fits(stack: &TaskStack, size: usize) -> bool {
     usable_size(stack).checked_sub(size).is_some_and(|extra| extra < page_size())
@@ -190,7 +182,9 @@ fn usable_size(stack: &TaskStack) -> usize {
     stack.base().get() - stack.limit().get() - page_size()
 }
 
-fn page_size() -> usize {
+/// The page size. Also called in `overflow.rs`'s signal handler: glibc
+/// answers `_SC_PAGESIZE` from a value cached at start, with no lock.
+pub(super) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
