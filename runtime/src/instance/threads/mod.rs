@@ -38,11 +38,13 @@ mod loom_slot;
 #[cfg(all(test, loom))]
 mod loom_spares;
 pub(crate) mod migration;
+mod outside;
 mod overflow;
 mod slot;
 pub(crate) mod spares;
 pub(crate) mod stacks;
 pub(crate) mod wait;
+mod waiter;
 
 pub(super) use blocked::Blocked;
 use idle::IdleSignal;
@@ -114,6 +116,12 @@ pub(crate) struct Scheduler {
     /// Tasks switched out of their thread (on a task stack of their own)
     /// and not yet resumed: while any is, the scheduler is not idle.
     switched_out: AtomicUsize,
+    /// Threads outside the pool that took a task while they wait and have
+    /// not finished it (`waiter.rs`): while any has, the scheduler is not
+    /// idle.
+    waiter_tasks: AtomicUsize,
+    /// This scheduler, for the outside threads' entries, which keep it.
+    me: std::sync::Weak<Scheduler>,
 }
 
 /// A pointer to a scheduler that crosses into its threads.
@@ -221,6 +229,14 @@ pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
     (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
+/// The scheduler of the task that a thread outside the pool runs while it
+/// waits (on a waiter's fiber), if any: the task's Executes and
+/// continuations go to that scheduler's queue.
+#[inline(never)]
+pub(crate) fn waiter_scheduler<'a>() -> Option<&'a Scheduler> {
+    fibers::current().map(|fiber| fiber.scheduler())
+}
+
 /// True on a thread of a runtime instance, running its tasks.
 pub(crate) fn on_runtime_thread() -> bool {
     current().is_some()
@@ -239,6 +255,7 @@ pub(super) fn release_local_tasks() {
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
 pub(super) fn forget_thread_context() {
+    outside::forget();
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
@@ -274,7 +291,7 @@ impl Scheduler {
             .panic_handler(|_| abort_misuse("worker thread", "the runtime panicked"))
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start the pool: {e}")));
-        Arc::new(Scheduler {
+        Arc::new_cyclic(|me| Scheduler {
             config,
             queue: Injector::new(),
             deques: Deques::new(config.max_threads),
@@ -287,6 +304,8 @@ impl Scheduler {
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
+            waiter_tasks: AtomicUsize::new(0),
+            me: me.clone(),
         })
     }
 
@@ -541,13 +560,17 @@ impl Scheduler {
         self.drainers.snapshot().drainers() == 0
             && self.queue.is_empty()
             && self.switched_out.load(Ordering::SeqCst) == 0
+            && self.waiter_tasks.load(Ordering::SeqCst) == 0
     }
 
     /// Zero exactly when no task is queued or running; else the shared
     /// queue's length plus the drainers, each counted once whatever it runs,
     /// awaits or holds in its slot and deque (docs/introspection-abi.md).
     pub(crate) fn tasks_in_flight(&self) -> usize {
-        self.queue.len() + self.drainers.snapshot().drainers() + self.switched_out.load(Ordering::SeqCst)
+        self.queue.len()
+            + self.drainers.snapshot().drainers()
+            + self.switched_out.load(Ordering::SeqCst)
+            + self.waiter_tasks.load(Ordering::SeqCst)
     }
 
     /// Blocks until no task is queued or running, or `timeout` passed;
@@ -581,6 +604,11 @@ impl Scheduler {
             }
         }
         self.spares.shutdown();
+    }
+
+    /// False once the threads were joined: nothing runs a task queued now.
+    pub(super) fn takes_tasks(&self) -> bool {
+        lock(&self.pool).is_some()
     }
 
     /// Runtime threads alive: the pool's and the spares.
