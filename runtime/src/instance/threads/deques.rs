@@ -90,10 +90,12 @@ impl Deques {
     }
 
     /// The outside thread holding `entry` pushes `task` onto its deque
-    /// `worker`.
+    /// `worker`; true when the deque was empty (see `outside.rs` for what
+    /// the caller then owes).
     #[inline(always)]
-    pub(super) fn push_outside(&self, entry: usize, worker: &Worker<Task>, task: Task) {
-        if worker.is_empty() {
+    pub(super) fn push_outside(&self, entry: usize, worker: &Worker<Task>, task: Task) -> bool {
+        let was_empty = worker.is_empty();
+        if was_empty {
             // Relaxed: a hint for thieves' patience; the deque publishes
             // its tasks itself. (A deque a thief emptied keeps its older
             // time until the next push onto an empty one: its next task is
@@ -101,6 +103,7 @@ impl Deques {
             self.outside_since[entry].0.store(self.now_ns(), Ordering::Relaxed);
         }
         worker.push(task);
+        was_empty
     }
 
     fn now_ns(&self) -> u64 {
@@ -164,7 +167,12 @@ impl Deques {
     /// own): takes the first task that `patience` lets it take, and says
     /// whether a task it did not take is waiting in one
     /// (`Scheduler::next_task`).
-    pub(super) fn steal_from_slots(&self, me: usize, patience: &mut SlotPatience) -> Result<Task, bool> {
+    pub(super) fn steal_from_slots(
+        &self,
+        local: &Worker<Task>,
+        me: usize,
+        patience: &mut SlotPatience,
+    ) -> Result<Task, bool> {
         let n = self.high.load(Ordering::Relaxed).max(me + 1);
         let mut waiting = false;
         let mut watched_seen = false;
@@ -191,6 +199,7 @@ impl Deques {
         // deque has held tasks for long enough (or on the last look).
         let outside = self.outside_high.load(Ordering::Relaxed);
         let mut now = None;
+        let mut waiting_outside = false;
         for entry in 0..outside {
             let stealer = lock(&self.outside_stealers[entry]);
             let Some(stealer) = stealer.as_ref() else {
@@ -202,12 +211,22 @@ impl Deques {
             // Relaxed: a hint (see `push_outside`).
             let since = self.outside_since[entry].0.load(Ordering::Relaxed);
             let now = *now.get_or_insert_with(|| self.now_ns());
-            if !patience.is_last_look() && now.saturating_sub(since) < OUTSIDE_PATIENCE_NS {
+            // Young tasks wait, but on the last look of a drainer that
+            // leaves for good; one that leaves because enough drainers look
+            // for work leaves them to those, which do not leave while they
+            // wait (an extra drainer that took them would run them on a
+            // third thread of two cores, and come back for more).
+            let young = now.saturating_sub(since) < OUTSIDE_PATIENCE_NS;
+            if young && (!patience.is_last_look() || patience.over_cap) {
                 waiting = true;
+                waiting_outside = true;
                 continue;
             }
+            // A batch, as from a runtime thread's deque: a thread that
+            // queued many tasks and does not run them (a fan-out it awaits
+            // later) feeds the thieves fast.
             loop {
-                match stealer.steal() {
+                match stealer.steal_batch_and_pop(local) {
                     Steal::Success(task) => return Ok(task),
                     Steal::Empty => break,
                     Steal::Retry => {}
@@ -219,6 +238,7 @@ impl Deques {
             patience.watched = None;
         }
         patience.waiting = waiting;
+        patience.waiting_outside = waiting_outside;
         Err(waiting)
     }
 
@@ -253,6 +273,11 @@ pub(super) struct SlotPatience {
     last_look: bool,
     /// The last look at the slots left a task in one.
     waiting: bool,
+    /// ... in an outside thread's entry: it may be taken within
+    /// microseconds (`OUTSIDE_PATIENCE_NS`), too soon for a nap.
+    waiting_outside: bool,
+    /// The drainer leaves because enough drainers look for work.
+    over_cap: bool,
     /// The drainer's backoff ran out while a task waits in a slot: it
     /// sleeps between looks, and looks at every round.
     napping: bool,
@@ -287,6 +312,16 @@ impl SlotPatience {
     /// take).
     pub(super) fn saw_waiting(&self) -> bool {
         self.waiting
+    }
+
+    /// The drainer's last look is because enough drainers look for work.
+    pub(super) fn set_over_cap(&mut self) {
+        self.over_cap = true;
+    }
+
+    /// The last look left a task waiting in an outside thread's entry.
+    pub(super) fn saw_waiting_outside(&self) -> bool {
+        self.waiting_outside
     }
 
     /// Idle rounds between two looks at the other threads' slots.

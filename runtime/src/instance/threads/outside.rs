@@ -79,6 +79,8 @@ impl Scheduler {
             return self.push(task);
         }
         let mut task = Some(task);
+        // Whether a drainer must be found for the task (see below).
+        let mut onto_empty = true;
         let queued = ENTRY
             .try_with(|entry| {
                 let Ok(mut entry) = entry.try_borrow_mut() else {
@@ -97,7 +99,7 @@ impl Scheduler {
                     *entry = Some(OutsideEntry { scheduler: me, entry: index, worker });
                 }
                 let entry = entry.as_ref().expect("held above");
-                self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
+                onto_empty = self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
                 observe::task_queued(|| self.queue.len() + entry.worker.len());
                 true
             })
@@ -106,7 +108,15 @@ impl Scheduler {
             .unwrap_or(false);
         match task {
             Some(task) => self.push(task),
-            None if queued => self.after_local_push(),
+            // Onto an empty deque: a drainer must be looking, or be
+            // started (`lookout.rs`). Onto a deque that held a task, the
+            // drainer found for that one does for this one too: it looks
+            // at the entry again after each task it takes from it, and
+            // does not leave while the entry holds one (its last look takes
+            // it). Only this thread empties its deque but for thieves, so
+            // "not empty" is never stale but for a thief's take, and that
+            // thief looks again. One fence per batch of tasks, not per task.
+            None if queued && onto_empty => self.after_local_push(),
             None => {}
         }
     }

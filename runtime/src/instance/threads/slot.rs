@@ -148,7 +148,9 @@ impl Slot {
         let Stamp(state) = stamp;
         // Acquire: pairs with the owner's Release in `put`: the task's
         // bytes are visible.
-        self.state.compare_exchange(state, (state & !TAG) | TAKING, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        self.state
+            .compare_exchange(state, (state & !TAG) | TAKING, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
         // SAFETY: our compare-and-swap moved the slot from FULL to TAKING:
         // the owner neither takes nor overwrites the task until EMPTY.
         let task = self.task.with_mut(|cell| unsafe { (*cell).assume_init_read() });
