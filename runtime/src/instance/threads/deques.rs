@@ -90,12 +90,10 @@ impl Deques {
     }
 
     /// The outside thread holding `entry` pushes `task` onto its deque
-    /// `worker`; true when the deque was empty (see `outside.rs` for what
-    /// the caller then owes).
+    /// `worker`.
     #[inline(always)]
-    pub(super) fn push_outside(&self, entry: usize, worker: &Worker<Task>, task: Task) -> bool {
-        let was_empty = worker.is_empty();
-        if was_empty {
+    pub(super) fn push_outside(&self, entry: usize, worker: &Worker<Task>, task: Task) {
+        if worker.is_empty() {
             // Relaxed: a hint for thieves' patience; the deque publishes
             // its tasks itself. (A deque a thief emptied keeps its older
             // time until the next push onto an empty one: its next task is
@@ -103,7 +101,6 @@ impl Deques {
             self.outside_since[entry].0.store(self.now_ns(), Ordering::Relaxed);
         }
         worker.push(task);
-        was_empty
     }
 
     fn now_ns(&self) -> u64 {
@@ -247,10 +244,19 @@ impl Deques {
     /// with a `SeqCst` fence (README.md, "No lost wake-up").
     pub(super) fn any_local_task(&self) -> bool {
         let n = self.high.load(Ordering::Relaxed);
-        let outside = self.outside_high.load(Ordering::Relaxed);
         (0..n).any(|slot| {
             self.slots[slot].is_full() || lock(&self.stealers[slot]).as_ref().is_some_and(|s| !s.is_empty())
-        }) || (0..outside).any(|entry| lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty()))
+        }) || self.any_outside_task()
+    }
+
+    /// True when a task waits in an outside thread's entry. Unlike a
+    /// runtime thread's slot and deque, whose owner is a drainer, an entry
+    /// may hold tasks while no drainer is alive: the last drainer to leave,
+    /// and the idle check, look (`Scheduler::act_after_leave`,
+    /// `Scheduler::is_idle`).
+    pub(super) fn any_outside_task(&self) -> bool {
+        let outside = self.outside_high.load(Ordering::Relaxed);
+        (0..outside).any(|entry| lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty()))
     }
 }
 

@@ -34,7 +34,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::base::task::{Origin, Route, Task};
 use crate::instance::threads::handoff::Handoff;
 use crate::instance::threads::stacks::TaskStack;
-use crate::instance::threads::{migration, overflow, stacks, Scheduler, SchedulerRef};
+use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -394,10 +394,10 @@ impl WaiterFiber {
     }
 
     /// Makes sure a fiber is ready for the next task; false when no stack
-    /// can be had (the waiter then runs no task).
+    /// can be had (the waiter then runs no task). The caller prepared the
+    /// thread for a task stack's overflow (`overflow::prepare_thread`).
     pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
         if self.fiber.is_none() {
-            overflow::prepare_thread();
             self.fiber = new_waiter_fiber(scheduler);
         }
         self.fiber.is_some()

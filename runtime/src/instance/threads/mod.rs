@@ -68,7 +68,7 @@ use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -276,6 +276,14 @@ fn max_spinning(workers: usize) -> usize {
 impl Scheduler {
     /// A scheduler with its rayon pool started.
     pub(crate) fn start(config: Config) -> Arc<Scheduler> {
+        // crossbeam's epoch collector (what a steal from a deque pins) is
+        // created at its first use, under a `Once`: created here, before
+        // any thread of ours starts, a fork can never catch a worker in the
+        // middle of creating it (a forked child's workers would wait on
+        // that `Once` forever). Before the outside threads had deques of
+        // their own, the queue's first steals on the creating thread did
+        // this by chance.
+        let _ = Worker::<()>::new_lifo().stealer().steal();
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -520,8 +528,21 @@ impl Scheduler {
     fn act_after_leave(&self, after: AfterLeave) {
         match after {
             AfterLeave::Start(start) => self.start_drainer(start),
-            // No drainer is alive, so no slot or deque holds a task.
-            AfterLeave::Idle => self.idle.notify(),
+            // No drainer is alive, so no runtime thread's slot or deque
+            // holds a task; an outside thread's entry may (a drainer over
+            // the lookout's cap leaves young outside tasks to the lookers,
+            // which may have left since): a drainer for it, else idle.
+            AfterLeave::Idle => {
+                // SeqCst fence: orders this drainer's leave before its look
+                // at the entries, against a producer's push, fence and look
+                // at the permits (`lookout.rs`).
+                fence(Ordering::SeqCst);
+                if self.deques.any_outside_task() {
+                    self.start_drainer(self.drainers.start_if_permit_free());
+                } else {
+                    self.idle.notify();
+                }
+            }
             // A task may wait in another thread's slot or deque, put there
             // after this drainer's last look.
             AfterLeave::Nothing => self.after_looking(),
@@ -561,6 +582,7 @@ impl Scheduler {
             && self.queue.is_empty()
             && self.switched_out.load(Ordering::SeqCst) == 0
             && self.waiter_tasks.load(Ordering::SeqCst) == 0
+            && !self.deques.any_outside_task()
     }
 
     /// Zero exactly when no task is queued or running; else the shared

@@ -79,8 +79,6 @@ impl Scheduler {
             return self.push(task);
         }
         let mut task = Some(task);
-        // Whether a drainer must be found for the task (see below).
-        let mut onto_empty = true;
         let queued = ENTRY
             .try_with(|entry| {
                 let Ok(mut entry) = entry.try_borrow_mut() else {
@@ -99,7 +97,7 @@ impl Scheduler {
                     *entry = Some(OutsideEntry { scheduler: me, entry: index, worker });
                 }
                 let entry = entry.as_ref().expect("held above");
-                onto_empty = self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
+                self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
                 observe::task_queued(|| self.queue.len() + entry.worker.len());
                 true
             })
@@ -108,15 +106,16 @@ impl Scheduler {
             .unwrap_or(false);
         match task {
             Some(task) => self.push(task),
-            // Onto an empty deque: a drainer must be looking, or be
-            // started (`lookout.rs`). Onto a deque that held a task, the
-            // drainer found for that one does for this one too: it looks
-            // at the entry again after each task it takes from it, and
-            // does not leave while the entry holds one (its last look takes
-            // it). Only this thread empties its deque but for thieves, so
-            // "not empty" is never stale but for a thief's take, and that
-            // thief looks again. One fence per batch of tasks, not per task.
-            None if queued && onto_empty => self.after_local_push(),
+            // A drainer must be looking, or be started (`lookout.rs`): at
+            // every push, even onto a deque that held a task. Skipping the
+            // fence there ("the drainer found for the older task looks
+            // again") lost tasks: this thread's "not empty" may be stale
+            // against a thief that just emptied the deque, and that thief's
+            // last look may miss this push, which no fence orders before it
+            // (`runtime/tests/lifecycle.rs`,
+            // `the_destroy_hook_returns_against_an_endless_producer`, hung
+            // in 1 run of 2).
+            None if queued => self.after_local_push(),
             None => {}
         }
     }

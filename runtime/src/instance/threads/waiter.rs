@@ -18,7 +18,7 @@ use crossbeam_deque::Steal;
 
 use crate::base::task::Task;
 use crate::instance::threads::fibers::WaiterFiber;
-use crate::instance::threads::Scheduler;
+use crate::instance::threads::{overflow, Scheduler};
 use crate::sync::Ordering;
 
 impl Scheduler {
@@ -26,7 +26,13 @@ impl Scheduler {
     /// returns how many ran. Does nothing when waiters do not run tasks
     /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
     pub(super) fn run_tasks_while_waiting(&self, fiber: &mut WaiterFiber, done: impl Fn() -> bool) -> usize {
-        if !self.config.waiters_run_tasks || !fiber.ready(self) {
+        if !self.config.waiters_run_tasks {
+            return 0;
+        }
+        // A task that overflows its stack here is named, as on a worker
+        // (gives the thread an alternate signal stack if it has none).
+        overflow::prepare_thread();
+        if !fiber.ready(self) {
             return 0;
         }
         // SeqCst, as `is_idle`'s load: a thread that sees the queue empty
