@@ -164,12 +164,7 @@ impl Deques {
     /// own): takes the first task that `patience` lets it take, and says
     /// whether a task it did not take is waiting in one
     /// (`Scheduler::next_task`).
-    pub(super) fn steal_from_slots(
-        &self,
-        local: &Worker<Task>,
-        me: usize,
-        patience: &mut SlotPatience,
-    ) -> Result<Task, bool> {
+    pub(super) fn steal_from_slots(&self, me: usize, patience: &mut SlotPatience) -> Result<Task, bool> {
         let n = self.high.load(Ordering::Relaxed).max(me + 1);
         let mut waiting = false;
         let mut watched_seen = false;
@@ -219,11 +214,13 @@ impl Deques {
                 waiting_outside = true;
                 continue;
             }
-            // A batch, as from a runtime thread's deque: a thread that
-            // queued many tasks and does not run them (a fan-out it awaits
-            // later) feeds the thieves fast.
+            // One task, the oldest: a batch (half the deque, as from a
+            // runtime thread's) took most of a parallel loop's blocks from
+            // the caller that runs them too, and left the other worker
+            // idle (elementwise 0.0182 s against 0.0131 s, 7 interleaved
+            // runs).
             loop {
-                match stealer.steal_batch_and_pop(local) {
+                match stealer.steal() {
                     Steal::Success(task) => return Ok(task),
                     Steal::Empty => break,
                     Steal::Retry => {}

@@ -433,7 +433,7 @@ impl Scheduler {
             if !patience.looks_at_slots() {
                 return None;
             }
-            self.deques.steal_from_slots(&deque.worker, deque.slot, patience).ok().map(|task| (task, Route::Queued))
+            self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
         }
     }
 
