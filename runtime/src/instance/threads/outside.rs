@@ -43,21 +43,31 @@ impl Drop for OutsideEntry {
     /// The thread exits (or moves to another scheduler): tasks it left go
     /// to the shared queue, and the entry is free for another thread.
     fn drop(&mut self) {
+        // The tasks are counted as held by a waiter while they move from
+        // the entry to the queue: between the two, the idle check (which
+        // looks at both) would otherwise see neither, and the destroy hook
+        // could join the threads before they reach the queue. (A destroy
+        // that found the scheduler idle before this count went up found
+        // the entry empty, and nothing fills it since: this thread queues
+        // through the instance's gate, closed by then.)
+        let moving = self.scheduler.hold_for_waiter();
         let mut left = Vec::new();
         while let Some(task) = self.worker.pop() {
             left.push(task);
         }
         self.scheduler.deques.let_go_outside(self.entry);
-        if !self.scheduler.takes_tasks() {
-            // Shut down since: the destroy hook waited for every task, so
-            // these were queued after it, and nothing can run them.
+        if !left.is_empty() && !self.scheduler.takes_tasks() {
+            // Cannot be (see above); rather than push onto a joined pool,
+            // the tasks are dropped unrun, and the destroy hook's report of
+            // abandoned tasks is what a bug here would look like.
             std::mem::forget(left);
-            return;
+        } else {
+            // Oldest first, as thieves would have taken them.
+            for task in left.into_iter().rev() {
+                self.scheduler.push(task);
+            }
         }
-        // Oldest first, as thieves would have taken them.
-        for task in left.into_iter().rev() {
-            self.scheduler.push(task);
-        }
+        drop(moving);
     }
 }
 

@@ -35,11 +35,8 @@ impl Scheduler {
         if !fiber.ready(self) {
             return 0;
         }
-        // SeqCst, as `is_idle`'s load: a thread that sees the queue empty
-        // after a take below sees the count raised. Counted once for the
-        // whole batch of tasks. (A task in this thread's entry is not the
-        // idle check's to see: a drainer looks for it, `outside.rs`.)
-        self.waiter_tasks.fetch_add(1, Ordering::SeqCst);
+        // Counted once for the whole batch of tasks.
+        let held = self.hold_for_waiter();
         let mut ran = 0;
         while !done() {
             let Some(task) = self.take_for_waiter() else {
@@ -51,13 +48,19 @@ impl Scheduler {
                 break;
             }
         }
-        // SeqCst: with a leaving drainer's `SeqCst` update and its look at
-        // this count in `is_idle`, one of the two sees the other gone; the
-        // one that does tells the threads waiting for idleness.
-        if self.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_idle() {
-            self.idle.notify();
-        }
+        drop(held);
         ran
+    }
+
+    /// Counts the calling thread in `waiter_tasks` until the guard drops:
+    /// tasks it holds out of the queue and the entries (a waiter's batch,
+    /// an exiting thread's leftovers on their way to the queue) keep the
+    /// scheduler from being idle meanwhile.
+    pub(super) fn hold_for_waiter(&self) -> WaiterHold<'_> {
+        // SeqCst, as `is_idle`'s load: a thread that sees the queue and
+        // the entries empty after a take sees the count raised.
+        self.waiter_tasks.fetch_add(1, Ordering::SeqCst);
+        WaiterHold(self)
     }
 
     /// The newest task this thread queued itself (`outside.rs`), else the
@@ -72,6 +75,20 @@ impl Scheduler {
                 Steal::Empty => return None,
                 Steal::Retry => {}
             }
+        }
+    }
+}
+
+/// See [`Scheduler::hold_for_waiter`].
+pub(super) struct WaiterHold<'a>(&'a Scheduler);
+
+impl Drop for WaiterHold<'_> {
+    fn drop(&mut self) {
+        // SeqCst: with a leaving drainer's `SeqCst` update and its look at
+        // this count in `is_idle`, one of the two sees the other gone; the
+        // one that does tells the threads waiting for idleness.
+        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.is_idle() {
+            self.0.idle.notify();
         }
     }
 }
