@@ -98,8 +98,7 @@ fn run_child(spec: &str, trace: Option<&Path>, stats: bool) -> ChildRun {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "child failed: {stderr}");
     let trace = trace.map(|path| {
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no trace at {}: {e}", path.display()));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("trace is not JSON: {e}"))
     });
     ChildRun { stderr, trace }
@@ -173,17 +172,22 @@ fn trace_is_valid_json_and_counts_every_task() {
     assert_eq!(origins.len() as u64, counts["tasks executed"], "{}", run.stderr);
     assert_eq!(origins.iter().filter(|o| *o == "execute").count(), N);
     assert_eq!(origins.iter().filter(|o| *o == "after-group").count(), 1);
-    // Every task ran on a pool worker, whose lane is named after it.
+    // Every task ran on a pool worker, whose lane is named after it, or
+    // (route "waiter") on the main thread while it waited for the group,
+    // as many as the counters say.
     let events = run.trace.as_ref().unwrap()["traceEvents"].as_array().unwrap();
     let worker_lanes: HashSet<u64> = events
         .iter()
         .filter(|e| e["ph"] == "M" && e["args"]["name"].as_str().is_some_and(|n| n.starts_with("mlir-async-")))
         .map(|e| e["tid"].as_u64().unwrap())
         .collect();
-    assert!(events
-        .iter()
-        .filter(|e| e["cat"] == "task")
-        .all(|e| worker_lanes.contains(&e["tid"].as_u64().unwrap())));
+    let tasks: Vec<&Json> = events.iter().filter(|e| e["cat"] == "task").collect();
+    for task in &tasks {
+        let on_worker = worker_lanes.contains(&task["tid"].as_u64().unwrap());
+        assert_eq!(on_worker, task["args"]["route"] != "waiter", "{task}");
+    }
+    let by_waiter = tasks.iter().filter(|t| t["args"]["route"] == "waiter").count() as u64;
+    assert_eq!(by_waiter, counts["run by waiting threads"], "{}", run.stderr);
 }
 
 #[test]

@@ -90,6 +90,10 @@ pub enum Route {
     Queued,
     /// From the thread's next-task slot, right after the task before it.
     Slot,
+    /// Taken from the runtime's queue by a thread outside the pool while
+    /// it waited in an `Await*` (threads/README.md, "A waiting thread runs
+    /// tasks").
+    Waiter,
 }
 
 impl Route {
@@ -97,12 +101,14 @@ impl Route {
         match self {
             Route::Queued => "queued",
             Route::Slot => "slot",
+            Route::Waiter => "waiter",
         }
     }
 
     pub(crate) fn from_u8(bits: u8) -> Route {
         match bits {
             1 => Route::Slot,
+            2 => Route::Waiter,
             _ => Route::Queued,
         }
     }

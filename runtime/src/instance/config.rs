@@ -23,6 +23,11 @@ pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALI
 /// its thread, which a spare thread replaces (threads/README.md).
 pub(crate) const TASK_STACKS_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACKS";
 
+/// Environment variable that keeps a thread waiting in an `Await*` outside
+/// the pool from running queued tasks (`0`): every task then runs on the
+/// pool (threads/README.md, "A waiting thread runs tasks").
+pub(crate) const WAITERS_RUN_TASKS_ENV: &str = "MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS";
+
 /// Environment variable that sets the size of a task's stack, in bytes
 /// (default [`DEFAULT_TASK_STACK_SIZE`]): a task that overflows its stack
 /// dies with one line naming it.
@@ -60,6 +65,10 @@ pub(crate) struct Config {
     pub(crate) task_stacks: bool,
     /// The size of a task's stack, in bytes.
     pub(crate) task_stack_size: usize,
+    /// A thread waiting in an `Await*` outside the pool runs queued tasks
+    /// on task stacks (false: `MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or
+    /// task stacks off).
+    pub(crate) waiters_run_tasks: bool,
 }
 
 impl Config {
@@ -75,7 +84,14 @@ impl Config {
         );
         config.spare_keep_alive =
             spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
-        config.task_stacks = task_stacks(std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
+        config.task_stacks =
+            switch(TASK_STACKS_ENV, std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
+        // A waiter runs a task on a task stack only: on its own, a task
+        // that blocked there would block the waiter under it.
+        config.waiters_run_tasks = config.task_stacks
+            && switch(WAITERS_RUN_TASKS_ENV, std::env::var(WAITERS_RUN_TASKS_ENV).ok().as_deref(), &mut |line| {
+                warn(line)
+            });
         config.task_stack_size =
             task_stack_size(std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(), &mut |line| warn(line));
         config
@@ -93,7 +109,9 @@ impl Config {
             match text.trim().parse::<usize>() {
                 Ok(n) if (1..=HARD_MAX_THREADS).contains(&n) => max = n,
                 Ok(n) if n > HARD_MAX_THREADS => {
-                    warn(&format!("{MAX_THREADS_ENV}={n} is above the largest cap {HARD_MAX_THREADS}; using {HARD_MAX_THREADS}"));
+                    warn(&format!(
+                        "{MAX_THREADS_ENV}={n} is above the largest cap {HARD_MAX_THREADS}; using {HARD_MAX_THREADS}"
+                    ));
                     max = HARD_MAX_THREADS;
                 }
                 _ => warn(&format!(
@@ -123,6 +141,7 @@ impl Config {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
+            waiters_run_tasks: true,
         }
     }
 
@@ -135,7 +154,9 @@ impl Config {
 /// The spares' keep-alive from `text` (milliseconds), with one warning line
 /// if it is malformed.
 fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration {
-    let Some(text) = text else { return DEFAULT_SPARE_KEEP_ALIVE };
+    let Some(text) = text else {
+        return DEFAULT_SPARE_KEEP_ALIVE;
+    };
     match text.trim().parse::<u64>() {
         Ok(ms) => Duration::from_millis(ms),
         Err(_) => {
@@ -148,15 +169,15 @@ fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration 
     }
 }
 
-/// Whether tasks get stacks of their own, from `text` (`0`, `off` or
-/// `false` turn them off; `1`, `on`, `true` or unset keep them), with one
-/// warning line if it is malformed.
-fn task_stacks(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
+/// A feature that is on unless the variable `name` turns it off: from its
+/// value `text` (`0`, `off` or `false` turn it off; `1`, `on`, `true` or
+/// unset keep it), with one warning line if it is malformed.
+fn switch(name: &str, text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
     match text.map(str::trim) {
         None | Some("" | "1" | "on" | "true") => true,
         Some("0" | "off" | "false") => false,
         Some(other) => {
-            warn(&format!("ignoring {TASK_STACKS_ENV}={other:?}: expected 0 or 1; task stacks stay on"));
+            warn(&format!("ignoring {name}={other:?}: expected 0 or 1; it stays on"));
             true
         }
     }
@@ -165,11 +186,15 @@ fn task_stacks(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
 /// A task stack's size from `text` (bytes), with one warning line if it is
 /// malformed or below the smallest accepted.
 fn task_stack_size(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> usize {
-    let Some(text) = text else { return DEFAULT_TASK_STACK_SIZE };
+    let Some(text) = text else {
+        return DEFAULT_TASK_STACK_SIZE;
+    };
     match text.trim().parse::<usize>() {
         Ok(n) if n >= MIN_TASK_STACK_SIZE => n,
         Ok(n) => {
-            warn(&format!("{TASK_STACK_SIZE_ENV}={n} is below {MIN_TASK_STACK_SIZE} bytes; using {MIN_TASK_STACK_SIZE}"));
+            warn(&format!(
+                "{TASK_STACK_SIZE_ENV}={n} is below {MIN_TASK_STACK_SIZE} bytes; using {MIN_TASK_STACK_SIZE}"
+            ));
             MIN_TASK_STACK_SIZE
         }
         Err(_) => {
@@ -199,6 +224,7 @@ mod tests {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
+            waiters_run_tasks: true,
         };
         assert_eq!(config(None, None), (expected, vec![]));
     }
@@ -241,13 +267,14 @@ mod tests {
     fn reads_the_task_stacks_switch_and_size() {
         let mut lines = Vec::new();
         let mut warn = |l: &str| lines.push(l.to_string());
-        assert!(task_stacks(None, &mut warn));
-        assert!(!task_stacks(Some("0"), &mut warn));
-        assert!(task_stacks(Some(" 1 "), &mut warn));
+        assert!(switch(TASK_STACKS_ENV, None, &mut warn));
+        assert!(!switch(TASK_STACKS_ENV, Some("0"), &mut warn));
+        assert!(switch(TASK_STACKS_ENV, Some(" 1 "), &mut warn));
+        assert!(!switch(WAITERS_RUN_TASKS_ENV, Some("off"), &mut warn));
         assert_eq!(task_stack_size(None, &mut warn), DEFAULT_TASK_STACK_SIZE);
         assert_eq!(task_stack_size(Some("1048576"), &mut warn), 1 << 20);
         assert!(lines.is_empty(), "{lines:?}");
-        assert!(task_stacks(Some("maybe"), &mut |l| lines.push(l.to_string())));
+        assert!(switch(TASK_STACKS_ENV, Some("maybe"), &mut |l| lines.push(l.to_string())));
         assert_eq!(task_stack_size(Some("12"), &mut |l| lines.push(l.to_string())), MIN_TASK_STACK_SIZE);
         assert_eq!(task_stack_size(Some("big"), &mut |l| lines.push(l.to_string())), DEFAULT_TASK_STACK_SIZE);
         assert_eq!(lines.len(), 3, "{lines:?}");

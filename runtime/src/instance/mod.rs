@@ -43,11 +43,11 @@ use std::time::Duration;
 
 use crate::base::task::Task;
 use crate::instance::config::{drain_while_current, Config};
-use crate::instance::deterministic::Deterministic;
 use crate::instance::deterministic::spec::{self, Schedule};
+use crate::instance::deterministic::Deterministic;
 use crate::instance::gate::Gate;
-use crate::instance::threads::Scheduler;
 use crate::instance::threads::wait;
+use crate::instance::threads::Scheduler;
 use crate::object::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::object::live;
 use crate::object::recycle;
@@ -56,8 +56,8 @@ use crate::probe::observe;
 use crate::probe::trace;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::mutation;
-use crate::sync::spawn;
 use crate::sync::process::ForkSafeLock;
+use crate::sync::spawn;
 
 /// How an instance runs its tasks.
 enum Executor {
@@ -111,7 +111,7 @@ impl Instance {
     fn push(&self, task: Task) -> Result<(), Task> {
         match &self.executor {
             Executor::Threads(scheduler) => {
-                scheduler.push(task);
+                scheduler.push_from_outside(task);
                 Ok(())
             }
             Executor::Deterministic(executor) => executor.make_ready(task),
@@ -258,6 +258,17 @@ pub(crate) fn make_ready(task: Task) {
     }
     match threads::current() {
         Some(scheduler) => scheduler.push_local(task),
+        None => make_ready_outside(task),
+    }
+}
+
+/// [`make_ready`] off the pool: a task that a waiting thread runs
+/// (`threads/waiter.rs`) queues on its own scheduler; any other thread on
+/// the instance it entered.
+#[inline(always)]
+fn make_ready_outside(task: Task) {
+    match threads::waiter_scheduler() {
+        Some(scheduler) => scheduler.push_from_outside(task),
         None => push_outside(task),
     }
 }
@@ -295,7 +306,13 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     if let Some(outcome) = on_deterministic(|executor| executor.wait(completion)) {
         return outcome;
     }
-    wait::wait(completion)
+    wait::wait(completion, &mut |run| {
+        with_entered_instance(|instance| {
+            if let Executor::Threads(scheduler) = &instance.executor {
+                run(scheduler)
+            }
+        })
+    })
 }
 
 /// Runs `complete`, the completion of a token or value. Under a
@@ -487,7 +504,9 @@ pub(crate) fn destroy(call: &str) {
         // is said, never silent.
         let abandoned = scheduler.tasks_in_flight();
         if abandoned > 0 {
-            warn(&format!("destroy: {abandoned} task(s) abandoned: still queued after the threads were joined (a runtime bug)"));
+            warn(&format!(
+                "destroy: {abandoned} task(s) abandoned: still queued after the threads were joined (a runtime bug)"
+            ));
         }
     }
     // Every runtime thread has exited: their trace buffers and counters
@@ -539,7 +558,8 @@ fn install_fork_handlers() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         // SAFETY: registers three plain functions with no captured state.
-        let rc = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
+        let rc =
+            unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
         if rc != 0 {
             crate::sync::misuse::warn("cannot register fork handlers: a forked child cannot use the runtime");
         }

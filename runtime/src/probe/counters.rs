@@ -40,6 +40,9 @@ counters! {
     ContinuationsInline => "  continuations inline",
     /// Continuations that went through the pool's queues.
     ContinuationsPooled => "  continuations via pool",
+    /// Tasks (of either kind) run by a thread outside the pool while it
+    /// waited in a blocking `Await*`.
+    WaiterTasks => "  run by waiting threads",
     /// Blocking `Await*` calls that had to wait.
     BlockingWaits => "blocking waits",
     /// ... of which on a runtime thread, which handed its place over.
@@ -99,9 +102,12 @@ fn add(counter: Counter) {
 
 pub(super) fn task_ran(origin: Origin, route: Route) {
     add(Counter::TasksExecuted);
+    if route == Route::Waiter {
+        add(Counter::WaiterTasks);
+    }
     match (origin, route) {
         (Origin::Execute, _) => add(Counter::ExecuteTasks),
-        (_, Route::Queued) => add(Counter::ContinuationsPooled),
+        (_, Route::Queued | Route::Waiter) => add(Counter::ContinuationsPooled),
         (_, Route::Slot) => add(Counter::ContinuationsInline),
     }
 }

@@ -49,6 +49,7 @@ fn config() -> Config {
         max_threads: 2,
         spare_keep_alive: Duration::from_secs(1),
         task_stacks: false,
+        waiters_run_tasks: false,
         task_stack_size: crate::instance::config::DEFAULT_TASK_STACK_SIZE,
     }
 }

@@ -138,11 +138,25 @@ impl Scheduler {
             if !spinning {
                 if !self.lookout.start_looking() {
                     patience.set_last_look(true);
+                    // The drainers that look for work take care of the
+                    // outside threads' young tasks (`deques.rs`).
+                    patience.set_over_cap();
                     continue;
                 }
                 spinning = true;
             }
             if idle.snooze() {
+                patience.next_round();
+                continue;
+            }
+            if patience.saw_waiting_outside() {
+                // A task waits in an outside thread's entry, which may be
+                // taken within microseconds (a parallel loop's blocks that
+                // its caller does not get to): yield between looks, as a
+                // nap would come too late (a 50 µs sleep is what the
+                // kernel's timer slack makes of any shorter one).
+                std::thread::yield_now();
+                patience.napping();
                 patience.next_round();
                 continue;
             }

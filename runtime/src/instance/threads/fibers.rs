@@ -31,12 +31,13 @@ use std::ffi::c_void;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::base::task::{Origin, Task};
-use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
-use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
-use crate::probe::observe;
+use crate::base::task::{Origin, Route, Task};
 use crate::instance::threads::handoff::Handoff;
 use crate::instance::threads::stacks::TaskStack;
+use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
+use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
+use crate::probe::fuzz;
+use crate::probe::observe;
 use crate::sync::tls;
 use crate::sync::Ordering;
 
@@ -50,10 +51,12 @@ pub(super) enum LoopEnd {
     SwitchedOut,
 }
 
-/// A drain loop on a task stack: yields the node of a task that switched
-/// out, returns how its loop ended.
+/// A drain loop, or a waiter's tasks, on a task stack: yields the node of a
+/// task that switched out (a waiter's fiber also yields null when it ran
+/// the task it was given), returns how its loop ended. Resumed with the
+/// next task to run (a waiter's fiber) or `None`.
 pub(super) struct Fiber {
-    coroutine: Coroutine<(), *const SwitchedOut, LoopEnd, TaskStack>,
+    coroutine: Coroutine<Option<Task>, *const SwitchedOut, LoopEnd, TaskStack>,
     /// ThreadSanitizer's record of the fiber (nothing in other builds).
     tsan: tsan::Fiber,
 }
@@ -123,7 +126,9 @@ mod tsan {
 /// What the code on a fiber reaches through this thread's fiber slot. Lives
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
 pub(super) struct FiberContext {
-    yielder: *const Yielder<(), *const SwitchedOut>,
+    yielder: *const Yielder<Option<Task>, *const SwitchedOut>,
+    /// The scheduler whose tasks run on this fiber.
+    scheduler: SchedulerRef,
     /// The lowest address of the fiber's stack (its guard page), and the
     /// stack's usable size: what the overflow handler reads.
     limit: usize,
@@ -137,6 +142,13 @@ impl FiberContext {
     #[inline(always)]
     pub(super) fn switched_out(&self) -> bool {
         self.switched_out.get()
+    }
+
+    /// The scheduler whose task runs on this fiber.
+    pub(super) fn scheduler(&self) -> &Scheduler {
+        // SAFETY: the scheduler outlives the fibers that run its tasks (see
+        // `new_fiber`).
+        unsafe { self.scheduler.get() }
     }
 }
 
@@ -171,14 +183,15 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
     let stack = stacks::take(size)?;
     let limit = stack.limit().get();
     let scheduler = scheduler.as_ref();
-    let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), *const SwitchedOut>, ()| {
-        let context = FiberContext { yielder, limit, size, switched_out: Cell::new(false) };
-        set_current(&context);
-        // SAFETY: the scheduler outlives its drainers' fibers: a fiber
-        // lives while its drainer runs, or while its task is switched out,
-        // which keeps the scheduler from being idle (`Scheduler::is_idle`).
-        unsafe { scheduler.get() }.drain_loop(Some(&context))
-    });
+    let coroutine =
+        Coroutine::with_stack(stack, move |yielder: &Yielder<Option<Task>, *const SwitchedOut>, _: Option<Task>| {
+            let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
+            set_current(&context);
+            // SAFETY: the scheduler outlives its drainers' fibers: a fiber
+            // lives while its drainer runs, or while its task is switched out,
+            // which keeps the scheduler from being idle (`Scheduler::is_idle`).
+            unsafe { scheduler.get() }.drain_loop(Some(&context))
+        });
     Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }
 
@@ -188,12 +201,18 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
 pub(super) fn drive(mut fiber: Fiber) -> Option<LoopEnd> {
     loop {
         let outer = current_raw();
-        let result = fiber.tsan.run(|| fiber.coroutine.resume(()));
+        let result = fiber.tsan.run(|| fiber.coroutine.resume(None));
         set_current(outer);
         match result {
             CoroutineResult::Return(end) => {
                 stacks::give_back(fiber.coroutine.into_stack());
                 return Some(end);
+            }
+            // A waiter's fiber yields null only on the waiter's thread,
+            // between two of its tasks; a fiber driven here runs a drain
+            // loop or a task that switched out, which ends it.
+            CoroutineResult::Yield(node) if node.is_null() => {
+                unreachable!("a driven fiber yielded without a task switched out")
             }
             // SAFETY: a fiber yields only the node of its task that
             // switched out, which lives on the fiber's stack until the
@@ -286,11 +305,8 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
 /// A blocking wait on a fiber: registers the task as `completion`'s waiter
 /// and switches out; returns on whichever thread resumed the task.
 pub(super) fn switch_out_until(context: &FiberContext, scheduler: &Scheduler, completion: &Completion) -> Outcome {
-    let node = SwitchedOut {
-        waiter: Waiter::new(SwitchedOut::fire),
-        handoff: Handoff::new(),
-        scheduler: scheduler.as_ref(),
-    };
+    let node =
+        SwitchedOut { waiter: Waiter::new(SwitchedOut::fire), handoff: Handoff::new(), scheduler: scheduler.as_ref() };
     let node_ptr = &node as *const SwitchedOut as *mut Waiter;
     // SAFETY: the node outlives its time in the list: this function does
     // not return before the node fired (the fiber is resumed only then).
@@ -324,7 +340,8 @@ fn suspend(context: &FiberContext, node: &SwitchedOut) {
     // SAFETY: the yielder lives on this fiber's stack for as long as the
     // fiber runs, and this code runs on it.
     let yielder = unsafe { &*context.yielder };
-    yielder.suspend(node);
+    let given = yielder.suspend(node);
+    debug_assert!(given.is_none(), "a task that switched out is resumed without a task to run");
 }
 
 /// Back on a thread after a switch: the fiber slot is this thread's again,
@@ -362,4 +379,111 @@ impl Scheduler {
     pub(super) fn switched_in(&self) {
         self.switched_out.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// The fiber of a thread that waits in an `Await*` outside the pool and
+/// runs queued tasks meanwhile (`waiter.rs`): kept from one of its tasks to
+/// the next within one wait, and ended when the wait ends.
+pub(super) struct WaiterFiber {
+    fiber: Option<Fiber>,
+}
+
+impl WaiterFiber {
+    pub(super) fn new() -> WaiterFiber {
+        WaiterFiber { fiber: None }
+    }
+
+    /// Makes sure a fiber is ready for the next task; false when no stack
+    /// can be had (the waiter then runs no task). The caller prepared the
+    /// thread for a task stack's overflow (`overflow::prepare_thread`).
+    pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
+        if self.fiber.is_none() {
+            self.fiber = new_waiter_fiber(scheduler);
+        }
+        self.fiber.is_some()
+    }
+
+    /// Runs `task` on the fiber made [`WaiterFiber::ready`]. When the task
+    /// switches out, the fiber goes with it (it is parked in the awaited
+    /// object) and the next task gets a fresh one.
+    pub(super) fn run(&mut self, task: Task) {
+        let mut fiber = self.fiber.take().expect("a waiter's fiber is made ready before its task");
+        let mut input = Some(task);
+        loop {
+            let outer = current_raw();
+            let result = fiber.tsan.run(|| fiber.coroutine.resume(input.take()));
+            set_current(outer);
+            match result {
+                // The task returned or suspended at a coroutine `await`:
+                // the fiber waits for the next one.
+                CoroutineResult::Yield(node) if node.is_null() => {
+                    self.fiber = Some(fiber);
+                    return;
+                }
+                // SAFETY: a non-null yield is the node of the task that
+                // switched out, which lives on the fiber's stack until the
+                // fiber is resumed.
+                CoroutineResult::Yield(node) => match unsafe { SwitchedOut::park(node, fiber) } {
+                    Ok(()) => return,
+                    // Fired while switching out: the task goes on here.
+                    Err(fired) => fiber = fired,
+                },
+                // A task that switched out and was taken up again here
+                // returned: its fiber ended.
+                CoroutineResult::Return(_) => {
+                    stacks::give_back(fiber.coroutine.into_stack());
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for WaiterFiber {
+    /// Ends the fiber's loop (it waits for a task, at its yield) and gives
+    /// its stack back to this thread's pool.
+    fn drop(&mut self) {
+        if let Some(mut fiber) = self.fiber.take() {
+            let outer = current_raw();
+            let result = fiber.tsan.run(|| fiber.coroutine.resume(None));
+            set_current(outer);
+            match result {
+                CoroutineResult::Return(_) => stacks::give_back(fiber.coroutine.into_stack()),
+                CoroutineResult::Yield(_) => {
+                    unreachable!("an idle waiter's fiber ends when given no task")
+                }
+            }
+        }
+    }
+}
+
+/// A fiber that runs the tasks a waiter gives it, one per resume, and
+/// yields null after each; given `None`, it ends. A task that switches out
+/// takes the fiber with it: once that task returns, on whichever thread
+/// resumed it, the fiber ends.
+fn new_waiter_fiber(scheduler: &Scheduler) -> Option<Fiber> {
+    let size = scheduler.config().task_stack_size;
+    let stack = stacks::take(size)?;
+    let limit = stack.limit().get();
+    let scheduler = scheduler.as_ref();
+    let coroutine = Coroutine::with_stack(
+        stack,
+        move |yielder: &Yielder<Option<Task>, *const SwitchedOut>, first: Option<Task>| {
+            let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
+            let mut next = first;
+            while let Some(task) = next {
+                set_current(&context);
+                fuzz::before_task();
+                observe::run_task(task, Route::Waiter);
+                if context.switched_out() {
+                    // The task switched out and has returned, maybe on another
+                    // thread: this frame touches nothing of the thread's.
+                    return LoopEnd::SwitchedOut;
+                }
+                next = yielder.suspend(std::ptr::null());
+            }
+            LoopEnd::Left
+        },
+    );
+    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }

@@ -38,11 +38,13 @@ mod loom_slot;
 #[cfg(all(test, loom))]
 mod loom_spares;
 pub(crate) mod migration;
+mod outside;
 mod overflow;
 mod slot;
 pub(crate) mod spares;
 pub(crate) mod stacks;
 pub(crate) mod wait;
+mod waiter;
 
 pub(super) use blocked::Blocked;
 use idle::IdleSignal;
@@ -66,7 +68,7 @@ use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -114,6 +116,12 @@ pub(crate) struct Scheduler {
     /// Tasks switched out of their thread (on a task stack of their own)
     /// and not yet resumed: while any is, the scheduler is not idle.
     switched_out: AtomicUsize,
+    /// Threads outside the pool that took a task while they wait and have
+    /// not finished it (`waiter.rs`): while any has, the scheduler is not
+    /// idle.
+    waiter_tasks: AtomicUsize,
+    /// This scheduler, for the outside threads' entries, which keep it.
+    me: std::sync::Weak<Scheduler>,
 }
 
 /// A pointer to a scheduler that crosses into its threads.
@@ -221,6 +229,14 @@ pub(crate) fn current<'a>() -> Option<&'a Scheduler> {
     (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
+/// The scheduler of the task that a thread outside the pool runs while it
+/// waits (on a waiter's fiber), if any: the task's Executes and
+/// continuations go to that scheduler's queue.
+#[inline(never)]
+pub(crate) fn waiter_scheduler<'a>() -> Option<&'a Scheduler> {
+    fibers::current().map(|fiber| fiber.scheduler())
+}
+
 /// True on a thread of a runtime instance, running its tasks.
 pub(crate) fn on_runtime_thread() -> bool {
     current().is_some()
@@ -239,6 +255,7 @@ pub(super) fn release_local_tasks() {
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
 pub(super) fn forget_thread_context() {
+    outside::forget();
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
@@ -259,6 +276,14 @@ fn max_spinning(workers: usize) -> usize {
 impl Scheduler {
     /// A scheduler with its rayon pool started.
     pub(crate) fn start(config: Config) -> Arc<Scheduler> {
+        // crossbeam's epoch collector (what a steal from a deque pins) is
+        // created at its first use, under a `Once`: created here, before
+        // any thread of ours starts, a fork can never catch a worker in the
+        // middle of creating it (a forked child's workers would wait on
+        // that `Once` forever). Before the outside threads had deques of
+        // their own, the queue's first steals on the creating thread did
+        // this by chance.
+        let _ = Worker::<()>::new_lifo().stealer().steal();
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -274,7 +299,7 @@ impl Scheduler {
             .panic_handler(|_| abort_misuse("worker thread", "the runtime panicked"))
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start the pool: {e}")));
-        Arc::new(Scheduler {
+        Arc::new_cyclic(|me| Scheduler {
             config,
             queue: Injector::new(),
             deques: Deques::new(config.max_threads),
@@ -287,6 +312,8 @@ impl Scheduler {
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
+            waiter_tasks: AtomicUsize::new(0),
+            me: me.clone(),
         })
     }
 
@@ -501,8 +528,21 @@ impl Scheduler {
     fn act_after_leave(&self, after: AfterLeave) {
         match after {
             AfterLeave::Start(start) => self.start_drainer(start),
-            // No drainer is alive, so no slot or deque holds a task.
-            AfterLeave::Idle => self.idle.notify(),
+            // No drainer is alive, so no runtime thread's slot or deque
+            // holds a task; an outside thread's entry may (a drainer over
+            // the lookout's cap leaves young outside tasks to the lookers,
+            // which may have left since): a drainer for it, else idle.
+            AfterLeave::Idle => {
+                // SeqCst fence: orders this drainer's leave before its look
+                // at the entries, against a producer's push, fence and look
+                // at the permits (`lookout.rs`).
+                fence(Ordering::SeqCst);
+                if self.deques.any_outside_task() {
+                    self.start_drainer(self.drainers.start_if_permit_free());
+                } else {
+                    self.idle.notify();
+                }
+            }
             // A task may wait in another thread's slot or deque, put there
             // after this drainer's last look.
             AfterLeave::Nothing => self.after_looking(),
@@ -541,13 +581,18 @@ impl Scheduler {
         self.drainers.snapshot().drainers() == 0
             && self.queue.is_empty()
             && self.switched_out.load(Ordering::SeqCst) == 0
+            && self.waiter_tasks.load(Ordering::SeqCst) == 0
+            && !self.deques.any_outside_task()
     }
 
     /// Zero exactly when no task is queued or running; else the shared
     /// queue's length plus the drainers, each counted once whatever it runs,
     /// awaits or holds in its slot and deque (docs/introspection-abi.md).
     pub(crate) fn tasks_in_flight(&self) -> usize {
-        self.queue.len() + self.drainers.snapshot().drainers() + self.switched_out.load(Ordering::SeqCst)
+        self.queue.len()
+            + self.drainers.snapshot().drainers()
+            + self.switched_out.load(Ordering::SeqCst)
+            + self.waiter_tasks.load(Ordering::SeqCst)
     }
 
     /// Blocks until no task is queued or running, or `timeout` passed;
@@ -581,6 +626,11 @@ impl Scheduler {
             }
         }
         self.spares.shutdown();
+    }
+
+    /// False once the threads were joined: nothing runs a task queued now.
+    pub(super) fn takes_tasks(&self) -> bool {
+        lock(&self.pool).is_some()
     }
 
     /// Runtime threads alive: the pool's and the spares.

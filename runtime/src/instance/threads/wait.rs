@@ -7,7 +7,8 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
-use crate::instance::threads::{self, fibers, Blocked, STUCK_CHECK_INTERVAL};
+use crate::instance::threads::fibers::{self, WaiterFiber};
+use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
@@ -57,27 +58,58 @@ impl WakeWaiter {
     }
 }
 
-/// Blocks the calling thread until `completion` completes.
-pub(crate) fn wait(completion: &Completion) -> Outcome {
+/// Calls the function it is given with the scheduler of the instance this
+/// thread entered (inside its gate), if that instance has one: how a thread
+/// outside the pool reaches the tasks it may run while it waits.
+pub(crate) type WithScheduler<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&Scheduler));
+
+/// Blocks the calling thread until `completion` completes. A thread outside
+/// the pool runs queued tasks meanwhile (`waiter.rs`), on the scheduler
+/// `with_scheduler` gives it.
+pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -> Outcome {
     if let Some(outcome) = completion.state() {
         return outcome;
     }
     // A task on a stack of its own switches out, and its thread goes on.
-    if let (Some(fiber), Some(scheduler)) = (fibers::current(), threads::current()) {
-        return fibers::switch_out_until(fiber, scheduler, completion);
+    if let Some(fiber) = fibers::current() {
+        return fibers::switch_out_until(fiber, fiber.scheduler(), completion);
     }
-    let node = WakeWaiter {
-        waiter: Waiter::new(WakeWaiter::fire),
-        thread: thread::current(),
-        done: AtomicBool::new(false),
-    };
+    let on_runtime_thread = threads::current().is_some();
+    // A thread outside the pool runs queued tasks while its object is not
+    // ready, each on a task stack (README.md, "A waiting thread runs
+    // tasks"): first without registering as a waiter, which the usual
+    // case (it ran the task it waits for) does not need.
+    let observed = observe::wait_started();
+    let mut waiter_fiber = (!on_runtime_thread).then(WaiterFiber::new);
+    if let Some(fiber) = waiter_fiber.as_mut() {
+        loop {
+            if let Some(outcome) = completion.state() {
+                drop(waiter_fiber);
+                if let Some(start) = observed {
+                    observe::wait_ended(start, false);
+                }
+                return outcome;
+            }
+            let mut ran = 0;
+            with_scheduler(&mut |scheduler| {
+                ran = scheduler.run_tasks_while_waiting(fiber, || completion.state().is_some());
+            });
+            if ran == 0 {
+                break;
+            }
+        }
+    }
+    let node =
+        WakeWaiter { waiter: Waiter::new(WakeWaiter::fire), thread: thread::current(), done: AtomicBool::new(false) };
     let node_ptr = &node as *const WakeWaiter as *mut Waiter;
     // SAFETY: `node` outlives its time in the list: we do not return before
     // `done` is set, which is the completer's last use of it.
     if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
+        if let Some(start) = observed {
+            observe::wait_ended(start, false);
+        }
         return outcome;
     }
-    let observed = observe::wait_started();
     // A task this thread made ready may be the one that ends this wait.
     threads::release_local_tasks();
     let mut blocked: Option<Blocked> = None;
@@ -88,9 +120,19 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     // outside (the program's main thread awaiting a parallel loop's
     // group) holds nothing, and yields for up to OUTSIDE_SPIN: on a busy
     // machine each yield gives the core to whoever can run.
-    let mut backoff = if threads::current().is_some() { Backoff::new(64, 16) } else { outside_backoff() };
+    let mut backoff = if on_runtime_thread { Backoff::new(64, 16) } else { outside_backoff() };
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
     while !node.done.load(Ordering::Acquire) {
+        if let Some(fiber) = waiter_fiber.as_mut() {
+            let mut ran = 0;
+            with_scheduler(&mut |scheduler| {
+                ran = scheduler.run_tasks_while_waiting(fiber, || node.done.load(Ordering::Acquire));
+            });
+            if ran > 0 {
+                backoff = outside_backoff();
+                continue;
+            }
+        }
         if backoff.snooze() {
             continue;
         }
@@ -114,6 +156,7 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     }
     let in_task = blocked.is_some();
     drop(blocked);
+    drop(waiter_fiber);
     if let Some(start) = observed {
         observe::wait_ended(start, in_task);
     }

@@ -1,0 +1,94 @@
+//! A thread that waits in a blocking `Await*` outside the pool (the
+//! program's main thread, an embedder's thread) runs queued tasks while its
+//! object is not ready, each on a task stack (README.md beside this file,
+//! "A waiting thread runs tasks").
+//!
+//! The waiter takes tasks from the queue, oldest first, as a drainer does,
+//! and runs each on its fiber ([`WaiterFiber`]): a task that blocks in an
+//! `Await*` switches out with that fiber and goes on later on whichever
+//! thread takes it up; the waiter goes on with a fresh fiber. Once its
+//! object is ready, the waiter finishes the task it runs and returns.
+//!
+//! While it holds a task, the scheduler is not idle: `waiter_tasks` counts
+//! the waiters between their take and the end of their task, and
+//! [`Scheduler::is_idle`] reads it. A waiter that brings it back to zero
+//! tells the threads waiting for idleness, as the last drainer does.
+
+use crossbeam_deque::Steal;
+
+use crate::base::task::Task;
+use crate::instance::threads::fibers::WaiterFiber;
+use crate::instance::threads::{overflow, Scheduler};
+use crate::sync::Ordering;
+
+impl Scheduler {
+    /// Runs queued tasks on `fiber` until `done` or until none is queued;
+    /// returns how many ran. Does nothing when waiters do not run tasks
+    /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
+    pub(super) fn run_tasks_while_waiting(&self, fiber: &mut WaiterFiber, done: impl Fn() -> bool) -> usize {
+        if !self.config.waiters_run_tasks {
+            return 0;
+        }
+        // A task that overflows its stack here is named, as on a worker
+        // (gives the thread an alternate signal stack if it has none).
+        overflow::prepare_thread();
+        if !fiber.ready(self) {
+            return 0;
+        }
+        // Counted once for the whole batch of tasks.
+        let held = self.hold_for_waiter();
+        let mut ran = 0;
+        while !done() {
+            let Some(task) = self.take_for_waiter() else {
+                break;
+            };
+            fiber.run(task);
+            ran += 1;
+            if !fiber.ready(self) {
+                break;
+            }
+        }
+        drop(held);
+        ran
+    }
+
+    /// Counts the calling thread in `waiter_tasks` until the guard drops:
+    /// tasks it holds out of the queue and the entries (a waiter's batch,
+    /// an exiting thread's leftovers on their way to the queue) keep the
+    /// scheduler from being idle meanwhile.
+    pub(super) fn hold_for_waiter(&self) -> WaiterHold<'_> {
+        // SeqCst, as `is_idle`'s load: a thread that sees the queue and
+        // the entries empty after a take sees the count raised.
+        self.waiter_tasks.fetch_add(1, Ordering::SeqCst);
+        WaiterHold(self)
+    }
+
+    /// The newest task this thread queued itself (`outside.rs`), else the
+    /// oldest in the shared queue.
+    fn take_for_waiter(&self) -> Option<Task> {
+        if let Some(task) = self.take_own_outside() {
+            return Some(task);
+        }
+        loop {
+            match self.queue.steal() {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+}
+
+/// See [`Scheduler::hold_for_waiter`].
+pub(super) struct WaiterHold<'a>(&'a Scheduler);
+
+impl Drop for WaiterHold<'_> {
+    fn drop(&mut self) {
+        // SeqCst: with a leaving drainer's `SeqCst` update and its look at
+        // this count in `is_idle`, one of the two sees the other gone; the
+        // one that does tells the threads waiting for idleness.
+        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.is_idle() {
+            self.0.idle.notify();
+        }
+    }
+}
