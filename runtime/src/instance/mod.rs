@@ -32,6 +32,7 @@
 
 pub(crate) mod config;
 pub(crate) mod deterministic;
+mod exit_hook;
 pub(crate) mod gate;
 #[cfg(all(test, loom))]
 mod loom_gate;
@@ -258,18 +259,12 @@ pub(crate) fn make_ready(task: Task) {
     }
     match threads::current() {
         Some(scheduler) => scheduler.push_local(task),
-        None => make_ready_outside(task),
-    }
-}
-
-/// [`make_ready`] off the pool: a task that a waiting thread runs
-/// (`threads/waiter.rs`) queues on its own scheduler; any other thread on
-/// the instance it entered.
-#[inline(always)]
-fn make_ready_outside(task: Task) {
-    match threads::waiter_scheduler() {
-        Some(scheduler) => scheduler.push_from_outside(task),
-        None => push_outside(task),
+        // A task that a waiting thread runs (`threads/waiter.rs`) queues on
+        // its own scheduler; any other thread on the instance it entered.
+        None => match threads::waiter_scheduler() {
+            Some(scheduler) => scheduler.push_from_outside(task),
+            None => push_outside(task),
+        },
     }
 }
 
@@ -306,12 +301,9 @@ pub(crate) fn wait(completion: &Completion) -> Outcome {
     if let Some(outcome) = on_deterministic(|executor| executor.wait(completion)) {
         return outcome;
     }
+    // Outside the pool, the waiting thread runs tasks of the instance it entered.
     wait::wait(completion, &mut |run| {
-        with_entered_instance(|instance| {
-            if let Executor::Threads(scheduler) = &instance.executor {
-                run(scheduler)
-            }
-        })
+        with_entered_instance(|instance| if let Executor::Threads(scheduler) = &instance.executor { run(scheduler) })
     })
 }
 
@@ -528,20 +520,7 @@ fn take_current(instance: &Arc<Instance>) {
 // ---- process exit ---------------------------------------------------------------
 
 fn install_exit_handler() {
-    // The loom models never exit the process through here (`cfg!`, not
-    // `#[cfg]`: the handler stays compiled, so nothing goes dead).
-    if cfg!(loom) {
-        return;
-    }
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        // SAFETY: registers a plain function with no captured state; the
-        // library is linked -z nodelete (build.rs), so its code is still
-        // mapped at exit even after a dlclose.
-        if unsafe { libc::atexit(at_exit) } != 0 {
-            crate::sync::misuse::warn("cannot register the exit handler: tasks still queued at exit are not drained");
-        }
-    });
+    exit_hook::install(at_exit);
 }
 
 /// The teardown at process exit, when an instance still runs and `exit`

@@ -1,0 +1,75 @@
+//! A scheduler's idleness (no task queued, running, switched out or held
+//! by a waiter, none in an outside thread's entry) and its shutdown: what
+//! the destroy hook and `wait_idle` rest on (README.md beside this file,
+//! "Idle, and the destroy hook").
+
+use std::time::Duration;
+
+use crate::instance::threads::Scheduler;
+use crate::sync::misuse::{abort_misuse, warn};
+use crate::sync::process::lock;
+use crate::sync::Ordering;
+
+impl Scheduler {
+    /// True when no task is queued or running.
+    pub(super) fn is_idle(&self) -> bool {
+        self.drainers.snapshot().drainers() == 0
+            && self.queue.is_empty()
+            && self.switched_out.load(Ordering::SeqCst) == 0
+            && self.waiter_tasks.load(Ordering::SeqCst) == 0
+            && !self.deques.any_outside_task()
+    }
+
+    /// Zero exactly when no task is queued or running; else the shared
+    /// queue's length plus the drainers, each counted once whatever it runs,
+    /// awaits or holds in its slot and deque (docs/introspection-abi.md).
+    pub(crate) fn tasks_in_flight(&self) -> usize {
+        self.queue.len()
+            + self.drainers.snapshot().drainers()
+            + self.switched_out.load(Ordering::SeqCst)
+            + self.waiter_tasks.load(Ordering::SeqCst)
+    }
+
+    /// Blocks until no task is queued or running, or `timeout` passed;
+    /// true when idle.
+    pub(crate) fn wait_idle(&self, timeout: Option<Duration>) -> bool {
+        self.idle.wait(timeout, || self.is_idle())
+    }
+
+    /// Waits until no task is queued or running, saying on stderr what it
+    /// waits for if that takes long.
+    pub(crate) fn drain(&self) {
+        if !self.wait_idle(Some(Duration::from_secs(5))) {
+            warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));
+            self.wait_idle(None);
+        }
+    }
+
+    /// Ends the pool's and the spares' threads and joins them: no thread of
+    /// this scheduler runs after this returns. The caller drained the
+    /// scheduler and guarantees that nothing queues tasks here any more
+    /// (the instance's gate is closed).
+    pub(crate) fn join_threads(&self) {
+        // Dropping the pool lets its threads leave once their queues are
+        // empty (they are: idle); joining them means none runs anything
+        // after this function returns.
+        drop(lock(&self.pool).take());
+        let handles = std::mem::take(&mut *lock(&self.pool_threads));
+        for handle in handles {
+            if handle.join().is_err() {
+                abort_misuse("__mlir_execution_engine_destroy", "a worker thread panicked");
+            }
+        }
+        self.spares.shutdown();
+    }
+
+    /// False once the threads were joined: nothing runs a task queued now.
+    pub(super) fn takes_tasks(&self) -> bool {
+        lock(&self.pool).is_some()
+    }
+
+    /// Runtime threads alive: the pool's and the spares.
+    pub(crate) fn threads(&self) -> usize {
+        self.config.workers + self.spares.alive()
+    }
+}
