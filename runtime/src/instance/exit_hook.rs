@@ -1,6 +1,6 @@
 //! The process-exit hook: registered once per process, it lets the
 //! instance drain the tasks still queued when the program exits without
-//! calling the destroy hook (`../mod.rs`, `at_exit`).
+//! calling the destroy hook (`mod.rs` beside this file, `at_exit`).
 
 /// Registers `hook` with `atexit`, once per process.
 pub(super) fn install(hook: extern "C" fn()) {
