@@ -133,8 +133,8 @@ if lit_config.params.get('task_stacks', '1') == '0':
     config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
     config.available_features.add('no-task-stacks')
     lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')
-# --param waiters_run_tasks=0: a thread waiting in an Await* outside the
-# pool runs no task (make lit-no-waiters, issue 26's opt-out).
-if lit_config.params.get('waiters_run_tasks', '1') == '0':
-    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
-    lit_config.note('waiters run no tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')
+# --param waiters_run_tasks=1: a thread waiting in an Await* outside the
+# pool runs queued tasks (make lit-waiters; off by default for now).
+if lit_config.params.get('waiters_run_tasks', '0') == '1':
+    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '1'
+    lit_config.note('waiters run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1)')
