@@ -84,6 +84,9 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // ready, `instance::make_ready`, and a look at the queue per spin round
     // would only multiply the branches to explore.)
     let mut waiter_fiber = (!on_runtime_thread && !cfg!(loom)).then(WaiterFiber::new);
+    // Whether the instance lets waiters run tasks (`WAITERS_RUN_TASKS`): if
+    // not, the spin below does not enter its gate at every round to learn it.
+    let mut runs_tasks = true;
     if let Some(fiber) = waiter_fiber.as_mut() {
         loop {
             if let Some(outcome) = completion.state() {
@@ -95,12 +98,16 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
             }
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
+                runs_tasks = scheduler.config().waiters_run_tasks;
                 ran = scheduler.run_tasks_while_waiting(fiber, || completion.state().is_some());
             });
             if ran == 0 {
                 break;
             }
         }
+    }
+    if !runs_tasks {
+        waiter_fiber = None;
     }
     let node =
         WakeWaiter { waiter: Waiter::new(WakeWaiter::fire), thread: thread::current(), done: AtomicBool::new(false) };
