@@ -1,20 +1,22 @@
 //! A thread outside the pool that queues tasks (the program's main thread,
-//! an embedder's thread): its entry in the scheduler's registry, a deque
+//! an embedder's thread): its entry in the scheduler's registry, a deque of
+//! its own.
 //!
 //! Its tasks go to its deque, and the thread runs them itself, newest
-//! first, when it waits in
-//! an `Await*` (`waiter.rs`): in the usual shape (queue tasks, then await
-//! them) none crosses to another core and no worker is woken for it. An
-//! idle drainer takes them as it takes a task waiting in a runtime
-//! thread's slot: once the owner has left its entry alone for a while
-//! (`SlotPatience`), or on its last look; and a put starts a drainer when
-//! none looks for work (`lookout.rs`), so a thread that queues a task and
-//! then does not wait for it (a spin on memory, a condvar, its own work)
-//! does not hold it.
+//! first, when it waits in an `Await*` (`waiter.rs`): in the usual shape
+//! (queue tasks, then await them) none crosses to another core and no
+//! worker is woken for it. An idle drainer takes them as it takes a task
+//! waiting in a runtime thread's slot: once they have waited there for a
+//! while (`deques.rs`, `OUTSIDE_PATIENCE_NS`), or on its last look; and a
+//! put starts a drainer when none looks for work (`lookout.rs`), so a
+//! thread that queues a task and then does not wait for it (a spin on
+//! memory, a condvar, its own work) does not hold it.
 //!
 //! The entry is held from the thread's first task until the thread exits,
 //! or until it queues on another scheduler (a later instance). At most
 //! [`OUTSIDE_ENTRIES`] threads hold one; the others use the shared queue.
+//! The hot paths reach it through a thread-local slot (`sync/tls.rs`: one
+//! load), the `thread_local!` that owns it only when it is made or ends.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -23,11 +25,23 @@ use crossbeam_deque::Worker;
 
 use crate::base::task::Task;
 use crate::instance::threads::deques::OUTSIDE_ENTRIES;
+use crate::instance::threads::fibers::WaiterFiber;
 use crate::instance::threads::Scheduler;
 use crate::probe::observe;
+use crate::sync::tls;
+
+/// How many tasks an outside thread's deque holds at most: crossbeam's
+/// smallest buffer, which then never resizes. The tasks a thread queues and
+/// then awaits are usually a few (the awaited task, a parallel loop's
+/// blocks).
+const OUTSIDE_DEQUE_CAP: usize = 64;
 
 /// The entry of this thread in one scheduler's registry.
 struct OutsideEntry {
+    /// The fiber this thread's waits run tasks on, kept from one wait to
+    /// the next (`waiter.rs`). First, so that it ends before the scheduler
+    /// may go with the entry.
+    fiber: RefCell<WaiterFiber>,
     /// Keeps the registry alive for the thread's exit, after which the
     /// entry is let go.
     scheduler: Arc<Scheduler>,
@@ -36,13 +50,29 @@ struct OutsideEntry {
 }
 
 thread_local! {
-    static ENTRY: RefCell<Option<OutsideEntry>> = const { RefCell::new(None) };
+    /// Owns this thread's entry; the `outside` slot of `tls` points to it
+    /// while it lives.
+    static ENTRY: RefCell<Option<Box<OutsideEntry>>> = const { RefCell::new(None) };
+}
+
+/// This thread's entry on `scheduler`, if it holds one there. The entry
+/// lives until the thread exits or holds one on another scheduler, which
+/// the caller does not do while it uses the reference.
+#[inline(always)]
+fn entry_on<'a>(scheduler: &Scheduler) -> Option<&'a OutsideEntry> {
+    let ptr = tls::with(|slots| slots.outside.get()).cast::<OutsideEntry>();
+    // SAFETY: the slot points to the entry that `ENTRY` owns, from its
+    // making to the start of its drop (`hold_entry`, `Drop`); nothing
+    // takes a `&mut` to it meanwhile (its mutable part is in a `RefCell`).
+    let entry = (!ptr.is_null()).then(|| unsafe { &*ptr })?;
+    std::ptr::eq(Arc::as_ptr(&entry.scheduler), scheduler).then_some(entry)
 }
 
 impl Drop for OutsideEntry {
     /// The thread exits (or moves to another scheduler): tasks it left go
     /// to the shared queue, and the entry is free for another thread.
     fn drop(&mut self) {
+        tls::with(|slots| slots.outside.set(std::ptr::null()));
         // The tasks are counted as held by a waiter while they move from
         // the entry to the queue: between the two, the idle check (which
         // looks at both) would otherwise see neither, and the destroy hook
@@ -74,11 +104,31 @@ impl Drop for OutsideEntry {
 /// Forgets this thread's entry without touching its scheduler (a forked
 /// child, where that scheduler's threads do not exist).
 pub(super) fn forget() {
+    tls::with(|slots| slots.outside.set(std::ptr::null()));
     let _ = ENTRY.try_with(|entry| {
         if let Ok(mut entry) = entry.try_borrow_mut() {
             std::mem::forget(entry.take());
         }
     });
+}
+
+/// Keeps a waiter's fiber for this thread's next wait: in its entry on the
+/// fiber's scheduler, if it holds one there and keeps no fiber yet; else
+/// the fiber ends here.
+pub(super) fn keep_waiter_fiber(mut fiber: WaiterFiber) {
+    let Some(scheduler) = fiber.scheduler() else {
+        return;
+    };
+    // SAFETY: the scheduler outlives its fibers, and `fiber` is one.
+    if let Some(entry) = entry_on(unsafe { &*scheduler }) {
+        if let Ok(mut kept) = entry.fiber.try_borrow_mut() {
+            if kept.scheduler().is_none() {
+                std::mem::swap(&mut *kept, &mut fiber);
+            }
+        }
+    }
+    // Dropped here (outside the borrow): ends the fiber, if not kept.
+    drop(fiber);
 }
 
 impl Scheduler {
@@ -88,58 +138,83 @@ impl Scheduler {
         if !self.config.waiters_run_tasks {
             return self.push(task);
         }
-        let mut task = Some(task);
-        let queued = ENTRY
-            .try_with(|entry| {
-                let Ok(mut entry) = entry.try_borrow_mut() else {
-                    return false;
-                };
-                if !entry.as_ref().is_some_and(|e| std::ptr::eq(Arc::as_ptr(&e.scheduler), self)) {
-                    // The first task of this thread here: hold an entry
-                    // (and let go of one on an earlier scheduler).
-                    drop(entry.take());
-                    let Some(me) = self.me.upgrade() else {
-                        return false;
-                    };
-                    let Some((index, worker)) = self.deques.hold_outside() else {
-                        return false;
-                    };
-                    *entry = Some(OutsideEntry { scheduler: me, entry: index, worker });
-                }
-                let entry = entry.as_ref().expect("held above");
-                self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
-                observe::task_queued(|| self.queue.len() + entry.worker.len());
-                true
-            })
-            // The thread is exiting, its thread-locals are gone: the
-            // shared queue.
-            .unwrap_or(false);
-        match task {
-            Some(task) => self.push(task),
-            // A drainer must be looking, or be started (`lookout.rs`): at
-            // every push, even onto a deque that held a task. Skipping the
-            // fence there ("the drainer found for the older task looks
-            // again") lost tasks: this thread's "not empty" may be stale
-            // against a thief that just emptied the deque, and that thief's
-            // last look may miss this push, which no fence orders before it
-            // (`runtime/tests/lifecycle.rs`,
-            // `the_destroy_hook_returns_against_an_endless_producer`, hung
-            // in 1 run of 2).
-            None if queued => self.after_local_push(),
-            None => {}
+        let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
+            return self.push(task);
+        };
+        if entry.worker.len() >= OUTSIDE_DEQUE_CAP {
+            // A long burst (a fan-out of thousands): the rest goes to the
+            // shared queue, where idle workers take it at once, and the
+            // deque never grows (a grown deque copies its tasks, and shrinks
+            // again as they are taken: 220 instructions a task on fan-out).
+            return self.push(task);
         }
+        self.deques.push_outside(entry.entry, &entry.worker, task);
+        observe::task_queued(|| self.queue.len() + entry.worker.len());
+        // A drainer must be looking, or be started (`lookout.rs`): at
+        // every push, even onto a deque that held a task. Skipping the
+        // fence there ("the drainer found for the older task looks
+        // again") lost tasks: this thread's "not empty" may be stale
+        // against a thief that just emptied the deque, and that thief's
+        // last look may miss this push, which no fence orders before it
+        // (`runtime/tests/lifecycle.rs`,
+        // `the_destroy_hook_returns_against_an_endless_producer`, hung
+        // in 1 run of 2).
+        self.after_local_push();
+    }
+
+    /// The first task of this thread here: holds an entry (and lets go of
+    /// one on an earlier scheduler); `None` when none can be had or the
+    /// thread is exiting (its thread-locals are gone).
+    #[cold]
+    #[inline(never)]
+    fn hold_entry<'a>(&self) -> Option<&'a OutsideEntry> {
+        let me = self.me.upgrade()?;
+        let old = ENTRY.try_with(|entry| entry.try_borrow_mut().ok().and_then(|mut entry| entry.take())).ok()?;
+        // Dropped outside the borrow: its drop queues its tasks and ends
+        // its fiber.
+        drop(old);
+        let (index, worker) = self.deques.hold_outside()?;
+        let entry = Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker });
+        let ptr: *const OutsideEntry = &*entry;
+        let held = ENTRY.try_with(|slot| match slot.try_borrow_mut() {
+            Ok(mut slot) if slot.is_none() => {
+                *slot = Some(entry);
+                true
+            }
+            _ => false,
+        });
+        if held != Ok(true) {
+            // Cannot happen outside a thread-local destructor; the entry
+            // (empty) goes, the task to the shared queue.
+            return None;
+        }
+        tls::with(|slots| slots.outside.set(ptr.cast()));
+        // SAFETY: owned by `ENTRY` from here on (see `entry_on`).
+        Some(unsafe { &*ptr })
+    }
+
+    /// Gives `fiber` the fiber this thread's entry here keeps, if `fiber`
+    /// holds none.
+    pub(super) fn lend_waiter_fiber(&self, fiber: &mut WaiterFiber) {
+        if fiber.scheduler().is_some() {
+            return;
+        }
+        if let Some(entry) = entry_on(self) {
+            if let Ok(mut kept) = entry.fiber.try_borrow_mut() {
+                std::mem::swap(&mut *kept, fiber);
+            }
+        }
+    }
+
+    /// True when this thread's entry here holds a task (a hint: thieves
+    /// may take it meanwhile).
+    pub(super) fn has_own_outside_task(&self) -> bool {
+        entry_on(self).is_some_and(|entry| !entry.worker.is_empty())
     }
 
     /// The newest task this thread queued in its entry here, if any.
     pub(super) fn take_own_outside(&self) -> Option<Task> {
-        ENTRY
-            .try_with(|entry| {
-                let entry = entry.try_borrow().ok()?;
-                let entry = entry.as_ref().filter(|e| std::ptr::eq(Arc::as_ptr(&e.scheduler), self))?;
-                entry.worker.pop()
-            })
-            .ok()
-            .flatten()
+        entry_on(self)?.worker.pop()
     }
 }
 

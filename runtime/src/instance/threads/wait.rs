@@ -8,7 +8,7 @@
 //! threads and none runs nested on this stack.
 
 use crate::instance::threads::fibers::{self, WaiterFiber};
-use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
+use crate::instance::threads::{self, outside, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
@@ -63,6 +63,14 @@ impl WakeWaiter {
 /// outside the pool reaches the tasks it may run while it waits.
 pub(crate) type WithScheduler<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&Scheduler));
 
+/// Keeps the fiber a wait ran tasks on for the thread's next wait
+/// (`outside.rs`).
+fn keep_waiter_fiber(fiber: Option<WaiterFiber>) {
+    if let Some(fiber) = fiber {
+        outside::keep_waiter_fiber(fiber);
+    }
+}
+
 /// Blocks the calling thread until `completion` completes. A thread outside
 /// the pool runs queued tasks meanwhile (`waiter.rs`), on the scheduler
 /// `with_scheduler` gives it.
@@ -90,7 +98,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     if let Some(fiber) = waiter_fiber.as_mut() {
         loop {
             if let Some(outcome) = completion.state() {
-                drop(waiter_fiber);
+                keep_waiter_fiber(waiter_fiber);
                 if let Some(start) = observed {
                     observe::wait_ended(start, false);
                 }
@@ -107,7 +115,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
         }
     }
     if !runs_tasks {
-        waiter_fiber = None;
+        keep_waiter_fiber(waiter_fiber.take());
     }
     let node =
         WakeWaiter { waiter: Waiter::new(WakeWaiter::fire), thread: thread::current(), done: AtomicBool::new(false) };
@@ -115,6 +123,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // SAFETY: `node` outlives its time in the list: we do not return before
     // `done` is set, which is the completer's last use of it.
     if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
+        keep_waiter_fiber(waiter_fiber);
         if let Some(start) = observed {
             observe::wait_ended(start, false);
         }
@@ -166,7 +175,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     }
     let in_task = blocked.is_some();
     drop(blocked);
-    drop(waiter_fiber);
+    keep_waiter_fiber(waiter_fiber);
     if let Some(start) = observed {
         observe::wait_ended(start, in_task);
     }

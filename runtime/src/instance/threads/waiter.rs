@@ -17,7 +17,7 @@
 use crossbeam_deque::Steal;
 
 use crate::base::task::Task;
-use crate::instance::threads::fibers::WaiterFiber;
+use crate::instance::threads::fibers::{WaiterBatch, WaiterFiber};
 use crate::instance::threads::{overflow, Scheduler};
 use crate::sync::Ordering;
 
@@ -26,30 +26,32 @@ impl Scheduler {
     /// returns how many ran. Does nothing when waiters do not run tasks
     /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
     pub(super) fn run_tasks_while_waiting(&self, fiber: &mut WaiterFiber, done: impl Fn() -> bool) -> usize {
-        if !self.config.waiters_run_tasks {
+        if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter() {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
         // (gives the thread an alternate signal stack if it has none).
         overflow::prepare_thread();
+        self.lend_waiter_fiber(fiber);
         if !fiber.ready(self) {
             return 0;
         }
         // Counted once for the whole batch of tasks.
         let held = self.hold_for_waiter();
-        let mut ran = 0;
-        while !done() {
-            let Some(task) = self.take_for_waiter() else {
-                break;
-            };
-            fiber.run(task);
-            ran += 1;
-            if !fiber.ready(self) {
-                break;
-            }
-        }
+        let next = || if done() { None } else { self.take_for_waiter() };
+        let batch = WaiterBatch::new(&next);
+        // A task that switches out takes the fiber with it; the batch goes
+        // on on a fresh one.
+        while !fiber.run(&batch) && !done() && fiber.ready(self) {}
         drop(held);
-        ran
+        batch.ran()
+    }
+
+    /// A cheap look, before the waiter counts itself in: may a task be
+    /// queued for it? (One queued after this look is seen at the waiter's
+    /// next round.)
+    fn may_have_task_for_waiter(&self) -> bool {
+        !self.queue.is_empty() || self.has_own_outside_task()
     }
 
     /// Counts the calling thread in `waiter_tasks` until the guard drops:
@@ -87,8 +89,8 @@ impl Drop for WaiterHold<'_> {
         // SeqCst: with a leaving drainer's `SeqCst` update and its look at
         // this count in `is_idle`, one of the two sees the other gone; the
         // one that does tells the threads waiting for idleness.
-        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.is_idle() {
-            self.0.idle.notify();
+        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_if(|| self.0.is_idle());
         }
     }
 }
