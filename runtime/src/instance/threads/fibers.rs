@@ -58,8 +58,6 @@ pub(super) enum LoopEnd {
 /// to run (a waiter's fiber) or `None`.
 pub(super) struct Fiber {
     coroutine: Coroutine<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut, LoopEnd, TaskStack>,
-    /// The scheduler whose tasks run on this fiber.
-    scheduler: SchedulerRef,
     /// ThreadSanitizer's record of the fiber (nothing in other builds).
     tsan: tsan::Fiber,
 }
@@ -198,7 +196,7 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
             unsafe { scheduler.get() }.drain_loop(Some(&context))
         },
     );
-    Some(Fiber { coroutine, scheduler, tsan: tsan::Fiber::new() })
+    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }
 
 /// Runs `fiber` on this thread until its drain loop ends (`Some`) or its
@@ -427,13 +425,6 @@ impl WaiterFiber {
         WaiterFiber { fiber: None }
     }
 
-    /// The scheduler whose tasks this fiber runs, if it holds one.
-    pub(super) fn scheduler(&self) -> Option<*const Scheduler> {
-        // SAFETY: the scheduler outlives its fibers (see `new_fiber`); only
-        // its address is taken.
-        self.fiber.as_ref().map(|fiber| unsafe { fiber.scheduler.get() } as *const Scheduler)
-    }
-
     /// Makes sure a fiber is ready for the next batch; false when no stack
     /// can be had (the waiter then runs no task). The caller prepared the
     /// thread for a task stack's overflow (`overflow::prepare_thread`).
@@ -536,5 +527,5 @@ fn new_waiter_fiber(scheduler: &Scheduler) -> Option<Fiber> {
             LoopEnd::Left
         },
     );
-    Some(Fiber { coroutine, scheduler, tsan: tsan::Fiber::new() })
+    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }

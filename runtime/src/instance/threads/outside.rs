@@ -40,7 +40,7 @@ const OUTSIDE_DEQUE_CAP: usize = 64;
 struct OutsideEntry {
     /// The fiber this thread's waits run tasks on, kept from one wait to
     /// the next (`waiter.rs`). First, so that it ends before the scheduler
-    /// may go with the entry.
+    /// may go with the entry. Borrowed for a waiter's batch of tasks.
     fiber: RefCell<WaiterFiber>,
     /// Keeps the registry alive for the thread's exit, after which the
     /// entry is let go.
@@ -112,25 +112,6 @@ pub(super) fn forget() {
     });
 }
 
-/// Keeps a waiter's fiber for this thread's next wait: in its entry on the
-/// fiber's scheduler, if it holds one there and keeps no fiber yet; else
-/// the fiber ends here.
-pub(super) fn keep_waiter_fiber(mut fiber: WaiterFiber) {
-    let Some(scheduler) = fiber.scheduler() else {
-        return;
-    };
-    // SAFETY: the scheduler outlives its fibers, and `fiber` is one.
-    if let Some(entry) = entry_on(unsafe { &*scheduler }) {
-        if let Ok(mut kept) = entry.fiber.try_borrow_mut() {
-            if kept.scheduler().is_none() {
-                std::mem::swap(&mut *kept, &mut fiber);
-            }
-        }
-    }
-    // Dropped here (outside the borrow): ends the fiber, if not kept.
-    drop(fiber);
-}
-
 impl Scheduler {
     /// Queues a task made ready on a thread outside the pool: in that
     /// thread's entry when waiters run tasks, else in the shared queue.
@@ -193,16 +174,16 @@ impl Scheduler {
         Some(unsafe { &*ptr })
     }
 
-    /// Gives `fiber` the fiber this thread's entry here keeps, if `fiber`
-    /// holds none.
-    pub(super) fn lend_waiter_fiber(&self, fiber: &mut WaiterFiber) {
-        if fiber.scheduler().is_some() {
-            return;
-        }
-        if let Some(entry) = entry_on(self) {
-            if let Ok(mut kept) = entry.fiber.try_borrow_mut() {
-                std::mem::swap(&mut *kept, fiber);
-            }
+    /// Calls `f` with this thread's waiter fiber here: its entry's (held
+    /// now if the thread holds none here yet), else, with every entry
+    /// held, a fiber for this call only.
+    pub(super) fn with_waiter_fiber<R>(&self, f: impl FnOnce(&mut WaiterFiber) -> R) -> R {
+        // The borrow lasts for the batch: the tasks on the fiber reach the
+        // entry only through shared references (their pushes), and a task
+        // that waits switches out instead of waiting here again.
+        match entry_on(self).or_else(|| self.hold_entry()).map(|entry| entry.fiber.try_borrow_mut()) {
+            Some(Ok(mut fiber)) => f(&mut fiber),
+            _ => f(&mut WaiterFiber::new()),
         }
     }
 

@@ -7,8 +7,8 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
-use crate::instance::threads::fibers::{self, WaiterFiber};
-use crate::instance::threads::{self, outside, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
+use crate::instance::threads::fibers;
+use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;
@@ -63,14 +63,6 @@ impl WakeWaiter {
 /// outside the pool reaches the tasks it may run while it waits.
 pub(crate) type WithScheduler<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&Scheduler));
 
-/// Keeps the fiber a wait ran tasks on for the thread's next wait
-/// (`outside.rs`).
-fn keep_waiter_fiber(fiber: Option<WaiterFiber>) {
-    if let Some(fiber) = fiber {
-        outside::keep_waiter_fiber(fiber);
-    }
-}
-
 /// Blocks the calling thread until `completion` completes. A thread outside
 /// the pool runs queued tasks meanwhile (`waiter.rs`), on the scheduler
 /// `with_scheduler` gives it.
@@ -91,14 +83,12 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // (Not in the loom models: there a task runs at once where it is made
     // ready, `instance::make_ready`, and a look at the queue per spin round
     // would only multiply the branches to explore.)
-    let mut waiter_fiber = (!on_runtime_thread && !cfg!(loom)).then(WaiterFiber::new);
     // Whether the instance lets waiters run tasks (`WAITERS_RUN_TASKS`): if
     // not, the spin below does not enter its gate at every round to learn it.
-    let mut runs_tasks = true;
-    if let Some(fiber) = waiter_fiber.as_mut() {
+    let mut runs_tasks = !on_runtime_thread && !cfg!(loom);
+    if runs_tasks {
         loop {
             if let Some(outcome) = completion.state() {
-                keep_waiter_fiber(waiter_fiber);
                 if let Some(start) = observed {
                     observe::wait_ended(start, false);
                 }
@@ -107,15 +97,12 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
                 runs_tasks = scheduler.config().waiters_run_tasks;
-                ran = scheduler.run_tasks_while_waiting(fiber, || completion.state().is_some());
+                ran = scheduler.run_tasks_while_waiting(|| completion.state().is_some());
             });
             if ran == 0 {
                 break;
             }
         }
-    }
-    if !runs_tasks {
-        keep_waiter_fiber(waiter_fiber.take());
     }
     let node =
         WakeWaiter { waiter: Waiter::new(WakeWaiter::fire), thread: thread::current(), done: AtomicBool::new(false) };
@@ -123,7 +110,6 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // SAFETY: `node` outlives its time in the list: we do not return before
     // `done` is set, which is the completer's last use of it.
     if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
-        keep_waiter_fiber(waiter_fiber);
         if let Some(start) = observed {
             observe::wait_ended(start, false);
         }
@@ -142,10 +128,10 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     let mut backoff = if on_runtime_thread { Backoff::new(64, 16) } else { outside_backoff() };
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
     while !node.done.load(Ordering::Acquire) {
-        if let Some(fiber) = waiter_fiber.as_mut() {
+        if runs_tasks {
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
-                ran = scheduler.run_tasks_while_waiting(fiber, || node.done.load(Ordering::Acquire));
+                ran = scheduler.run_tasks_while_waiting(|| node.done.load(Ordering::Acquire));
             });
             if ran > 0 {
                 backoff = outside_backoff();
@@ -175,7 +161,6 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     }
     let in_task = blocked.is_some();
     drop(blocked);
-    keep_waiter_fiber(waiter_fiber);
     if let Some(start) = observed {
         observe::wait_ended(start, in_task);
     }

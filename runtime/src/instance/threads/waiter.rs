@@ -17,34 +17,36 @@
 use crossbeam_deque::Steal;
 
 use crate::base::task::Task;
-use crate::instance::threads::fibers::{WaiterBatch, WaiterFiber};
+use crate::instance::threads::fibers::WaiterBatch;
 use crate::instance::threads::{overflow, Scheduler};
 use crate::sync::Ordering;
 
 impl Scheduler {
-    /// Runs queued tasks on `fiber` until `done` or until none is queued;
-    /// returns how many ran. Does nothing when waiters do not run tasks
-    /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
-    pub(super) fn run_tasks_while_waiting(&self, fiber: &mut WaiterFiber, done: impl Fn() -> bool) -> usize {
+    /// Runs queued tasks on this thread's waiter fiber until `done` or
+    /// until none is queued; returns how many ran. Does nothing when
+    /// waiters do not run tasks (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`,
+    /// or task stacks off).
+    pub(super) fn run_tasks_while_waiting(&self, done: impl Fn() -> bool) -> usize {
         if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter() {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
         // (gives the thread an alternate signal stack if it has none).
         overflow::prepare_thread();
-        self.lend_waiter_fiber(fiber);
-        if !fiber.ready(self) {
-            return 0;
-        }
-        // Counted once for the whole batch of tasks.
-        let held = self.hold_for_waiter();
-        let next = || if done() { None } else { self.take_for_waiter() };
-        let batch = WaiterBatch::new(&next);
-        // A task that switches out takes the fiber with it; the batch goes
-        // on on a fresh one.
-        while !fiber.run(&batch) && !done() && fiber.ready(self) {}
-        drop(held);
-        batch.ran()
+        self.with_waiter_fiber(|fiber| {
+            if !fiber.ready(self) {
+                return 0;
+            }
+            // Counted once for the whole batch of tasks.
+            let held = self.hold_for_waiter();
+            let next = || if done() { None } else { self.take_for_waiter() };
+            let batch = WaiterBatch::new(&next);
+            // A task that switches out takes the fiber with it; the batch
+            // goes on on a fresh one.
+            while !fiber.run(&batch) && !done() && fiber.ready(self) {}
+            drop(held);
+            batch.ran()
+        })
     }
 
     /// A cheap look, before the waiter counts itself in: may a task be
