@@ -53,7 +53,7 @@ impl Scheduler {
     /// queued for it? (One queued after this look is seen at the waiter's
     /// next round.)
     fn may_have_task_for_waiter(&self) -> bool {
-        !self.queue.is_empty() || self.has_own_outside_task()
+        !self.queue.is_empty() || self.has_own_outside_task() || self.deques.any_deque_task()
     }
 
     /// Counts the calling thread in `waiter_tasks` until the guard drops:
@@ -68,7 +68,10 @@ impl Scheduler {
     }
 
     /// The newest task this thread queued itself (`outside.rs`), else the
-    /// oldest in the shared queue.
+    /// oldest in the shared queue, else the oldest of a runtime thread's
+    /// deque: a parallel loop's blocks that a worker split off its half
+    /// (without this, the caller of a triangular loop, whose last half is
+    /// three quarters of the work, sat idle while one worker did that half).
     fn take_for_waiter(&self) -> Option<Task> {
         if let Some(task) = self.take_own_outside() {
             return Some(task);
@@ -76,10 +79,11 @@ impl Scheduler {
         loop {
             match self.queue.steal() {
                 Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
+                Steal::Empty => break,
                 Steal::Retry => {}
             }
         }
+        self.deques.steal_one()
     }
 }
 
