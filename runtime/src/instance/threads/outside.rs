@@ -81,7 +81,8 @@ impl Drop for OutsideEntry {
         // the entry empty, and nothing fills it since: this thread queues
         // through the instance's gate, closed by then.)
         let moving = self.scheduler.hold_for_waiter();
-        let mut left = Vec::new();
+        // Newest first: the slot's task, then the deque's.
+        let mut left: Vec<Task> = self.scheduler.deques.outside_slot(self.entry).take_own().into_iter().collect();
         while let Some(task) = self.worker.pop() {
             left.push(task);
         }
@@ -143,6 +144,28 @@ impl Scheduler {
         self.after_local_push();
     }
 
+    /// Queues a task made ready by a task that this thread runs while it
+    /// waits (`waiter.rs`): in the entry's slot, run next, as a drainer's
+    /// task's go to the drainer's slot (`Scheduler::push_local`); the
+    /// slot's older task goes to the deque.
+    pub(crate) fn push_from_waiter(&self, task: Task) {
+        // A waiter without an entry (all were held) runs shared tasks.
+        let Some(entry) = entry_on(self) else {
+            return self.push(task);
+        };
+        if let Some(older) = self.deques.outside_slot(entry.entry).put(task) {
+            if entry.worker.len() >= OUTSIDE_DEQUE_CAP {
+                self.push(older);
+            } else {
+                self.deques.push_outside(entry.entry, &entry.worker, older);
+            }
+        }
+        observe::task_queued(|| self.queue.len() + entry.worker.len() + 1);
+        // A drainer must be looking, or be started: as after any push onto
+        // a slot (`lookout.rs`).
+        self.after_local_push();
+    }
+
     /// The first task of this thread here: holds an entry (and lets go of
     /// one on an earlier scheduler); `None` when none can be had or the
     /// thread is exiting (its thread-locals are gone).
@@ -181,21 +204,31 @@ impl Scheduler {
         // The borrow lasts for the batch: the tasks on the fiber reach the
         // entry only through shared references (their pushes), and a task
         // that waits switches out instead of waiting here again.
-        match entry_on(self).or_else(|| self.hold_entry()).map(|entry| entry.fiber.try_borrow_mut()) {
-            Some(Ok(mut fiber)) => f(&mut fiber),
-            _ => f(&mut WaiterFiber::new()),
-        }
+        let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
+            return f(&mut WaiterFiber::new());
+        };
+        let Ok(mut fiber) = entry.fiber.try_borrow_mut() else {
+            return f(&mut WaiterFiber::new());
+        };
+        // Thieves give the tasks of a thread that runs them more time.
+        self.deques.set_outside_running(entry.entry, true);
+        let result = f(&mut fiber);
+        self.deques.set_outside_running(entry.entry, false);
+        result
     }
 
     /// True when this thread's entry here holds a task (a hint: thieves
     /// may take it meanwhile).
     pub(super) fn has_own_outside_task(&self) -> bool {
-        entry_on(self).is_some_and(|entry| !entry.worker.is_empty())
+        entry_on(self)
+            .is_some_and(|entry| self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
     }
 
-    /// The newest task this thread queued in its entry here, if any.
+    /// The newest task this thread queued in its entry here, if any: its
+    /// slot's, else its deque's newest.
     pub(super) fn take_own_outside(&self) -> Option<Task> {
-        entry_on(self)?.worker.pop()
+        let entry = entry_on(self)?;
+        self.deques.outside_slot(entry.entry).take_own().or_else(|| entry.worker.pop())
     }
 }
 
