@@ -80,9 +80,20 @@ impl Drop for OutsideEntry {
         // that found the scheduler idle before this count went up found
         // the entry empty, and nothing fills it since: this thread queues
         // through the instance's gate, closed by then.)
+        let slot = self.scheduler.deques.outside_slot(self.entry);
+        if !slot.is_full() && self.worker.is_empty() {
+            // Nothing to move (only this thread fills the entry, so it
+            // stays empty): no count either. Counting it anyway showed a
+            // destroy that had just joined its threads one task "in flight"
+            // while this thread, already on the next instance, let go of
+            // its empty entry on the old one ("1 task(s) abandoned", 2 runs
+            // of 200 of `destroy-while-queuing` with waiters running tasks).
+            self.scheduler.deques.let_go_outside(self.entry);
+            return;
+        }
         let moving = self.scheduler.hold_for_waiter();
         // Newest first: the slot's task, then the deque's.
-        let mut left: Vec<Task> = self.scheduler.deques.outside_slot(self.entry).take_own().into_iter().collect();
+        let mut left: Vec<Task> = slot.take_own().into_iter().collect();
         while let Some(task) = self.worker.pop() {
             left.push(task);
         }
