@@ -262,7 +262,7 @@ pub(crate) fn make_ready(task: Task) {
         // A task that a waiting thread runs (`threads/waiter.rs`) queues on
         // its own scheduler; any other thread on the instance it entered.
         None => match threads::waiter_scheduler() {
-            Some(scheduler) => scheduler.push_from_outside(task),
+            Some(scheduler) => scheduler.push_from_waiter(task),
             None => push_outside(task),
         },
     }

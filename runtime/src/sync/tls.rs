@@ -28,6 +28,9 @@ pub(crate) struct Slots {
     /// that module's `#[inline(never)]` accessors: a fiber may switch out on
     /// one thread and in on another.
     pub(crate) fiber: Cell<*const ()>,
+    /// This thread's entry as a thread outside the pool that queues tasks
+    /// (`instance/threads/outside.rs`), null when it holds none.
+    pub(crate) outside: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -39,14 +39,19 @@ pub(super) struct Deques {
     slots: Box<[Slot]>,
     /// One past the highest slot ever registered: thieves look no further.
     high: AtomicUsize,
-    /// The entries of threads outside the pool: their stealers, since
-    /// when each holds tasks, and whether a thread holds each.
+    /// The entries of threads outside the pool: their stealers, how many
+    /// times each deque went from empty to not, since when thieves see
+    /// each one's tasks, and whether a thread holds each.
     outside_stealers: Box<[Mutex<Option<Stealer<Task>>>]>,
-    outside_since: Box<[Since]>,
+    /// Their next-task slots: what a task that the thread runs while it
+    /// waits makes ready (`outside.rs`, `push_from_waiter`).
+    outside_slots: Box<[Slot]>,
+    outside_fills: Box<[Fills]>,
+    outside_seen: Box<[Seen]>,
     outside_held: Box<[AtomicBool]>,
     /// One past the highest outside entry ever held.
     outside_high: AtomicUsize,
-    /// The origin of the `Since` times.
+    /// The origin of the `Seen` times.
     epoch: Instant,
 }
 
@@ -63,11 +68,39 @@ pub(super) const OUTSIDE_ENTRIES: usize = 64;
 /// the owner does not wait for) are taken.
 const OUTSIDE_PATIENCE_NS: u64 = 5_000;
 
-/// Since when an outside thread's deque holds tasks: set by its owner when
-/// it pushes onto an empty deque (a load and a store, no read-modify-write),
-/// in nanoseconds from the registry's epoch. A cache line of its own.
+/// How long the tasks of an outside thread's deque wait for a thief while
+/// their owner does not run them: the usual gap between a thread's
+/// `Execute`s and its `Await` (blocking-awaits: well under a microsecond),
+/// after which the owner runs them (`OUTSIDE_PATIENCE_NS` then). A thread
+/// that queued tasks and does something else (computes the first block of
+/// a parallel loop, queues the next 100,000 tasks) has them taken soon:
+/// with the full patience, a triangular loop's big half started 25-44 µs
+/// after its loop did (1-2 µs from the shared queue).
+const OUTSIDE_GRACE_NS: u64 = 2_000;
+
+/// How many times an outside thread's deque went from empty to holding
+/// tasks: counted by its owner when it pushes onto an empty deque (a load
+/// and a store, no read-modify-write, and no clock: reading the clock there
+/// cost 178 instructions a task of a dependency chain on a waiting thread,
+/// where every push is onto an empty deque). A cache line of its own.
 #[repr(align(64))]
-pub(super) struct Since(AtomicU64);
+pub(super) struct Fills {
+    count: AtomicU64,
+    /// The owner runs a batch of tasks (`waiter.rs`): it takes its tasks
+    /// itself, newest first, and thieves wait `OUTSIDE_PATIENCE_NS` for
+    /// them; otherwise `OUTSIDE_GRACE_NS`.
+    running: AtomicBool,
+}
+
+/// Since when thieves see an outside thread's tasks: the fill they first
+/// saw, and when, in nanoseconds from the registry's epoch (thieves read
+/// the clock anyway). Written by thieves, once a fill; a line of its own,
+/// so that the owner's count stays in its cache.
+#[repr(align(64))]
+pub(super) struct Seen {
+    fill: AtomicU64,
+    at: AtomicU64,
+}
 
 impl Deques {
     /// A registry for up to `max_threads` threads.
@@ -77,7 +110,11 @@ impl Deques {
             slots: (0..max_threads).map(|_| Slot::new()).collect(),
             high: AtomicUsize::new(0),
             outside_stealers: (0..OUTSIDE_ENTRIES).map(|_| Mutex::new(None)).collect(),
-            outside_since: (0..OUTSIDE_ENTRIES).map(|_| Since(AtomicU64::new(0))).collect(),
+            outside_slots: (0..OUTSIDE_ENTRIES).map(|_| Slot::new()).collect(),
+            outside_fills: (0..OUTSIDE_ENTRIES)
+                .map(|_| Fills { count: AtomicU64::new(0), running: AtomicBool::new(false) })
+                .collect(),
+            outside_seen: (0..OUTSIDE_ENTRIES).map(|_| Seen { fill: AtomicU64::new(0), at: AtomicU64::new(0) }).collect(),
             outside_held: (0..OUTSIDE_ENTRIES).map(|_| AtomicBool::new(false)).collect(),
             outside_high: AtomicUsize::new(0),
             epoch: Instant::now(),
@@ -89,18 +126,48 @@ impl Deques {
         &self.slots[slot]
     }
 
+    /// The outside thread holding `entry` starts (`true`) or ends a batch
+    /// of its own tasks.
+    pub(super) fn set_outside_running(&self, entry: usize, running: bool) {
+        // Relaxed: a hint for thieves' patience.
+        self.outside_fills[entry].running.store(running, Ordering::Relaxed);
+    }
+
+    /// The next-task slot of the outside thread holding `entry`.
+    pub(super) fn outside_slot(&self, entry: usize) -> &Slot {
+        &self.outside_slots[entry]
+    }
+
     /// The outside thread holding `entry` pushes `task` onto its deque
     /// `worker`.
     #[inline(always)]
     pub(super) fn push_outside(&self, entry: usize, worker: &Worker<Task>, task: Task) {
         if worker.is_empty() {
             // Relaxed: a hint for thieves' patience; the deque publishes
-            // its tasks itself. (A deque a thief emptied keeps its older
-            // time until the next push onto an empty one: its next task is
-            // taken sooner, which is safe.)
-            self.outside_since[entry].0.store(self.now_ns(), Ordering::Relaxed);
+            // its tasks itself. (A push onto a deque that still holds tasks
+            // keeps the older fill's age: its task is taken sooner, which
+            // is safe.) Only the owner writes the count.
+            let fills = &self.outside_fills[entry].count;
+            fills.store(fills.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         }
         worker.push(task);
+    }
+
+    /// Since when thieves see the tasks of `entry`'s current fill: now, if
+    /// this thief is the first to look at that fill.
+    fn outside_seen_since(&self, entry: usize, now: u64) -> u64 {
+        // Relaxed: a hint (see `push_outside`).
+        let fill = self.outside_fills[entry].count.load(Ordering::Relaxed);
+        let seen = &self.outside_seen[entry];
+        // Acquire: pairs with the Release below, so that the time read
+        // next is the one stored with this fill (another thief's). Thieves
+        // racing on a fresh fill each store their own time: any is right.
+        if seen.fill.load(Ordering::Acquire) == fill {
+            return seen.at.load(Ordering::Relaxed);
+        }
+        seen.at.store(now, Ordering::Relaxed);
+        seen.fill.store(fill, Ordering::Release);
+        now
     }
 
     fn now_ns(&self) -> u64 {
@@ -160,6 +227,33 @@ impl Deques {
         None
     }
 
+    /// Steals the oldest task of a runtime thread's deque, for a thread
+    /// outside the pool that waits (`waiter.rs`): one, not a batch (the
+    /// waiter's own deque is for the tasks it queued).
+    pub(super) fn steal_one(&self) -> Option<Task> {
+        let n = self.high.load(Ordering::Relaxed);
+        for slot in 0..n {
+            let stealer = lock(&self.stealers[slot]);
+            let Some(stealer) = stealer.as_ref() else {
+                continue;
+            };
+            loop {
+                match stealer.steal() {
+                    Steal::Success(task) => return Some(task),
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    /// True when a runtime thread's deque holds a task (a hint).
+    pub(super) fn any_deque_task(&self) -> bool {
+        let n = self.high.load(Ordering::Relaxed);
+        (0..n).any(|slot| lock(&self.stealers[slot]).as_ref().is_some_and(|s| !s.is_empty()))
+    }
+
     /// Looks at the other threads' next-task slots (`me` is the caller's
     /// own): takes the first task that `patience` lets it take, and says
     /// whether a task it did not take is waiting in one
@@ -193,6 +287,23 @@ impl Deques {
         let mut now = None;
         let mut waiting_outside = false;
         for entry in 0..outside {
+            // Its slot, as a runtime thread's (the next link of a chain
+            // that the thread runs while it waits): the same patience.
+            if let Some(stamp) = self.outside_slots[entry].peek() {
+                match patience.may_take(self.slots.len() + entry, stamp) {
+                    Look::Take => {
+                        if let Some(task) = self.outside_slots[entry].steal(stamp) {
+                            patience.watched = None;
+                            return Ok(task);
+                        }
+                    }
+                    Look::Watched => {
+                        watched_seen = true;
+                        waiting = true;
+                    }
+                    Look::Other => waiting = true,
+                }
+            }
             let stealer = lock(&self.outside_stealers[entry]);
             let Some(stealer) = stealer.as_ref() else {
                 continue;
@@ -200,15 +311,20 @@ impl Deques {
             if stealer.is_empty() {
                 continue;
             }
-            // Relaxed: a hint (see `push_outside`).
-            let since = self.outside_since[entry].0.load(Ordering::Relaxed);
             let now = *now.get_or_insert_with(|| self.now_ns());
+            let since = self.outside_seen_since(entry, now);
             // Young tasks wait, but on the last look of a drainer that
             // leaves for good; one that leaves because enough drainers look
             // for work leaves them to those, which do not leave while they
             // wait (an extra drainer that took them would run them on a
             // third thread of two cores, and come back for more).
-            let young = now.saturating_sub(since) < OUTSIDE_PATIENCE_NS;
+            // Relaxed: a hint (see `set_outside_running`).
+            let patience_ns = if self.outside_fills[entry].running.load(Ordering::Relaxed) {
+                OUTSIDE_PATIENCE_NS
+            } else {
+                OUTSIDE_GRACE_NS
+            };
+            let young = now.saturating_sub(since) < patience_ns;
             if young && (!patience.is_last_look() || patience.over_cap) {
                 waiting = true;
                 waiting_outside = true;
@@ -246,14 +362,18 @@ impl Deques {
         }) || self.any_outside_task()
     }
 
-    /// True when a task waits in an outside thread's entry. Unlike a
+    /// True when a task waits in an outside thread's entry (its slot or
+    /// its deque). Unlike a
     /// runtime thread's slot and deque, whose owner is a drainer, an entry
     /// may hold tasks while no drainer is alive: the last drainer to leave,
     /// and the idle check, look (`Scheduler::act_after_leave`,
     /// `Scheduler::is_idle`).
     pub(super) fn any_outside_task(&self) -> bool {
         let outside = self.outside_high.load(Ordering::Relaxed);
-        (0..outside).any(|entry| lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty()))
+        (0..outside).any(|entry| {
+            self.outside_slots[entry].is_full()
+                || lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty())
+        })
     }
 }
 

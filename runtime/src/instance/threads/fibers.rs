@@ -27,6 +27,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
+use std::ptr::NonNull;
 
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -52,11 +53,11 @@ pub(super) enum LoopEnd {
 }
 
 /// A drain loop, or a waiter's tasks, on a task stack: yields the node of a
-/// task that switched out (a waiter's fiber also yields null when it ran
-/// the task it was given), returns how its loop ended. Resumed with the
-/// next task to run (a waiter's fiber) or `None`.
+/// task that switched out (a waiter's fiber also yields null when its batch
+/// gave no more tasks), returns how its loop ended. Resumed with the batch
+/// to run (a waiter's fiber) or `None`.
 pub(super) struct Fiber {
-    coroutine: Coroutine<Option<Task>, *const SwitchedOut, LoopEnd, TaskStack>,
+    coroutine: Coroutine<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut, LoopEnd, TaskStack>,
     /// ThreadSanitizer's record of the fiber (nothing in other builds).
     tsan: tsan::Fiber,
 }
@@ -68,6 +69,7 @@ pub(super) struct Fiber {
 #[cfg(mlir_async_tsan)]
 mod tsan {
     use std::ffi::c_void;
+use std::ptr::NonNull;
 
     extern "C" {
         fn __tsan_get_current_fiber() -> *mut c_void;
@@ -126,7 +128,7 @@ mod tsan {
 /// What the code on a fiber reaches through this thread's fiber slot. Lives
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
 pub(super) struct FiberContext {
-    yielder: *const Yielder<Option<Task>, *const SwitchedOut>,
+    yielder: *const Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>,
     /// The scheduler whose tasks run on this fiber.
     scheduler: SchedulerRef,
     /// The lowest address of the fiber's stack (its guard page), and the
@@ -183,15 +185,17 @@ pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
     let stack = stacks::take(size)?;
     let limit = stack.limit().get();
     let scheduler = scheduler.as_ref();
-    let coroutine =
-        Coroutine::with_stack(stack, move |yielder: &Yielder<Option<Task>, *const SwitchedOut>, _: Option<Task>| {
+    let coroutine = Coroutine::with_stack(
+        stack,
+        move |yielder: &Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>, _| {
             let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
             set_current(&context);
             // SAFETY: the scheduler outlives its drainers' fibers: a fiber
             // lives while its drainer runs, or while its task is switched out,
             // which keeps the scheduler from being idle (`Scheduler::is_idle`).
             unsafe { scheduler.get() }.drain_loop(Some(&context))
-        });
+        },
+    );
     Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }
 
@@ -341,7 +345,7 @@ fn suspend(context: &FiberContext, node: &SwitchedOut) {
     // fiber runs, and this code runs on it.
     let yielder = unsafe { &*context.yielder };
     let given = yielder.suspend(node);
-    debug_assert!(given.is_none(), "a task that switched out is resumed without a task to run");
+    debug_assert!(given.is_none(), "a task that switched out is resumed without a batch to run");
 }
 
 /// Back on a thread after a switch: the fiber slot is this thread's again,
@@ -381,9 +385,37 @@ impl Scheduler {
     }
 }
 
+/// The tasks a waiter's fiber runs in one resume: those `next` gives, until
+/// it gives none. Lives on the waiter's stack while the fiber runs it; a
+/// fiber whose task switched out never touches it again.
+pub(super) struct WaiterBatch<'a> {
+    next: &'a dyn Fn() -> Option<Task>,
+    ran: Cell<usize>,
+}
+
+impl<'a> WaiterBatch<'a> {
+    pub(super) fn new(next: &'a dyn Fn() -> Option<Task>) -> WaiterBatch<'a> {
+        WaiterBatch { next, ran: Cell::new(0) }
+    }
+
+    /// How many tasks the batch gave (each ran, or runs switched out).
+    pub(super) fn ran(&self) -> usize {
+        self.ran.get()
+    }
+
+    /// The next task, counted.
+    #[inline(never)]
+    fn next(&self) -> Option<Task> {
+        let task = (self.next)()?;
+        self.ran.set(self.ran.get() + 1);
+        Some(task)
+    }
+}
+
 /// The fiber of a thread that waits in an `Await*` outside the pool and
-/// runs queued tasks meanwhile (`waiter.rs`): kept from one of its tasks to
-/// the next within one wait, and ended when the wait ends.
+/// runs queued tasks meanwhile (`waiter.rs`): one resume runs a batch of
+/// tasks, each on the fiber's stack, with no switch between two of them.
+/// Kept from one wait to the next in the thread's entry (`outside.rs`).
 pub(super) struct WaiterFiber {
     fiber: Option<Fiber>,
 }
@@ -393,7 +425,7 @@ impl WaiterFiber {
         WaiterFiber { fiber: None }
     }
 
-    /// Makes sure a fiber is ready for the next task; false when no stack
+    /// Makes sure a fiber is ready for the next batch; false when no stack
     /// can be had (the waiter then runs no task). The caller prepared the
     /// thread for a task stack's overflow (`overflow::prepare_thread`).
     pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
@@ -403,28 +435,31 @@ impl WaiterFiber {
         self.fiber.is_some()
     }
 
-    /// Runs `task` on the fiber made [`WaiterFiber::ready`]. When the task
-    /// switches out, the fiber goes with it (it is parked in the awaited
-    /// object) and the next task gets a fresh one.
-    pub(super) fn run(&mut self, task: Task) {
-        let mut fiber = self.fiber.take().expect("a waiter's fiber is made ready before its task");
-        let mut input = Some(task);
+    /// Runs `batch` on the fiber made [`WaiterFiber::ready`]: true when the
+    /// batch gave no more tasks (the fiber waits for the next batch), false
+    /// when a task took the fiber with it (it switched out, and its fiber
+    /// is parked in the awaited object) and the batch goes on on a fresh
+    /// fiber.
+    pub(super) fn run(&mut self, batch: &WaiterBatch<'_>) -> bool {
+        let mut fiber = self.fiber.take().expect("a waiter's fiber is made ready before its batch");
+        // The fiber reaches the batch only during this resume (see
+        // `WaiterBatch`): the lifetime is the caller's.
+        let mut input = Some(NonNull::from(batch).cast::<WaiterBatch<'static>>());
         loop {
             let outer = current_raw();
             let result = fiber.tsan.run(|| fiber.coroutine.resume(input.take()));
             set_current(outer);
             match result {
-                // The task returned or suspended at a coroutine `await`:
-                // the fiber waits for the next one.
+                // The batch ran out: the fiber waits for the next one.
                 CoroutineResult::Yield(node) if node.is_null() => {
                     self.fiber = Some(fiber);
-                    return;
+                    return true;
                 }
                 // SAFETY: a non-null yield is the node of the task that
                 // switched out, which lives on the fiber's stack until the
                 // fiber is resumed.
                 CoroutineResult::Yield(node) => match unsafe { SwitchedOut::park(node, fiber) } {
-                    Ok(()) => return,
+                    Ok(()) => return false,
                     // Fired while switching out: the task goes on here.
                     Err(fired) => fiber = fired,
                 },
@@ -432,7 +467,7 @@ impl WaiterFiber {
                 // returned: its fiber ended.
                 CoroutineResult::Return(_) => {
                     stacks::give_back(fiber.coroutine.into_stack());
-                    return;
+                    return false;
                 }
             }
         }
@@ -440,7 +475,7 @@ impl WaiterFiber {
 }
 
 impl Drop for WaiterFiber {
-    /// Ends the fiber's loop (it waits for a task, at its yield) and gives
+    /// Ends the fiber's loop (it waits for a batch, at its yield) and gives
     /// its stack back to this thread's pool.
     fn drop(&mut self) {
         if let Some(mut fiber) = self.fiber.take() {
@@ -450,14 +485,14 @@ impl Drop for WaiterFiber {
             match result {
                 CoroutineResult::Return(_) => stacks::give_back(fiber.coroutine.into_stack()),
                 CoroutineResult::Yield(_) => {
-                    unreachable!("an idle waiter's fiber ends when given no task")
+                    unreachable!("an idle waiter's fiber ends when given no batch")
                 }
             }
         }
     }
 }
 
-/// A fiber that runs the tasks a waiter gives it, one per resume, and
+/// A fiber that runs the batches a waiter gives it, one per resume, and
 /// yields null after each; given `None`, it ends. A task that switches out
 /// takes the fiber with it: once that task returns, on whichever thread
 /// resumed it, the fiber ends.
@@ -468,19 +503,26 @@ fn new_waiter_fiber(scheduler: &Scheduler) -> Option<Fiber> {
     let scheduler = scheduler.as_ref();
     let coroutine = Coroutine::with_stack(
         stack,
-        move |yielder: &Yielder<Option<Task>, *const SwitchedOut>, first: Option<Task>| {
+        move |yielder: &Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>, first| {
             let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
-            let mut next = first;
-            while let Some(task) = next {
-                set_current(&context);
-                fuzz::before_task();
-                observe::run_task(task, Route::Waiter);
-                if context.switched_out() {
-                    // The task switched out and has returned, maybe on another
-                    // thread: this frame touches nothing of the thread's.
-                    return LoopEnd::SwitchedOut;
+            let mut batch = first;
+            while let Some(given) = batch {
+                // SAFETY: the batch lives on the waiter's stack during this
+                // resume (`WaiterFiber::run`); after a task switched out,
+                // this loop returns without another look at it.
+                let given = unsafe { given.as_ref() };
+                while let Some(task) = given.next() {
+                    set_current(&context);
+                    fuzz::before_task();
+                    observe::run_task(task, Route::Waiter);
+                    if context.switched_out() {
+                        // The task switched out and has returned, maybe on
+                        // another thread: this frame touches nothing of the
+                        // thread's, nor the batch.
+                        return LoopEnd::SwitchedOut;
+                    }
                 }
-                next = yielder.suspend(std::ptr::null());
+                batch = yielder.suspend(std::ptr::null());
             }
             LoopEnd::Left
         },

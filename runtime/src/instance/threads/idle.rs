@@ -50,6 +50,19 @@ impl IdleSignal {
         }
     }
 
+    /// Wakes the waiters if there are any and `is_idle` then says so: the
+    /// look at idleness costs nothing while nobody waits for it (a waiter
+    /// that ends its batch of tasks, `waiter.rs`).
+    pub(super) fn notify_if(&self, is_idle: impl FnOnce() -> bool) {
+        // SeqCst, as in `notify`: with the caller's SeqCst update before
+        // it, either the waiter's look at `is_idle` sees that update, or
+        // this load sees the waiter.
+        if self.waiters.load(Ordering::SeqCst) > 0 && is_idle() {
+            let _guard = signal::lock(&self.lock);
+            self.cv.notify_all();
+        }
+    }
+
     pub(super) fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.waiters.fetch_add(1, Ordering::SeqCst);

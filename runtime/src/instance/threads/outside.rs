@@ -1,20 +1,22 @@
 //! A thread outside the pool that queues tasks (the program's main thread,
-//! an embedder's thread): its entry in the scheduler's registry, a deque
+//! an embedder's thread): its entry in the scheduler's registry, a deque of
+//! its own.
 //!
 //! Its tasks go to its deque, and the thread runs them itself, newest
-//! first, when it waits in
-//! an `Await*` (`waiter.rs`): in the usual shape (queue tasks, then await
-//! them) none crosses to another core and no worker is woken for it. An
-//! idle drainer takes them as it takes a task waiting in a runtime
-//! thread's slot: once the owner has left its entry alone for a while
-//! (`SlotPatience`), or on its last look; and a put starts a drainer when
-//! none looks for work (`lookout.rs`), so a thread that queues a task and
-//! then does not wait for it (a spin on memory, a condvar, its own work)
-//! does not hold it.
+//! first, when it waits in an `Await*` (`waiter.rs`): in the usual shape
+//! (queue tasks, then await them) none crosses to another core and no
+//! worker is woken for it. An idle drainer takes them as it takes a task
+//! waiting in a runtime thread's slot: once they have waited there for a
+//! while (`deques.rs`, `OUTSIDE_PATIENCE_NS`), or on its last look; and a
+//! put starts a drainer when none looks for work (`lookout.rs`), so a
+//! thread that queues a task and then does not wait for it (a spin on
+//! memory, a condvar, its own work) does not hold it.
 //!
 //! The entry is held from the thread's first task until the thread exits,
 //! or until it queues on another scheduler (a later instance). At most
 //! [`OUTSIDE_ENTRIES`] threads hold one; the others use the shared queue.
+//! The hot paths reach it through a thread-local slot (`sync/tls.rs`: one
+//! load), the `thread_local!` that owns it only when it is made or ends.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -23,11 +25,23 @@ use crossbeam_deque::Worker;
 
 use crate::base::task::Task;
 use crate::instance::threads::deques::OUTSIDE_ENTRIES;
+use crate::instance::threads::fibers::WaiterFiber;
 use crate::instance::threads::Scheduler;
 use crate::probe::observe;
+use crate::sync::tls;
+
+/// How many tasks an outside thread's deque holds at most: crossbeam's
+/// smallest buffer, which then never resizes. The tasks a thread queues and
+/// then awaits are usually a few (the awaited task, a parallel loop's
+/// blocks).
+const OUTSIDE_DEQUE_CAP: usize = 64;
 
 /// The entry of this thread in one scheduler's registry.
 struct OutsideEntry {
+    /// The fiber this thread's waits run tasks on, kept from one wait to
+    /// the next (`waiter.rs`). First, so that it ends before the scheduler
+    /// may go with the entry. Borrowed for a waiter's batch of tasks.
+    fiber: RefCell<WaiterFiber>,
     /// Keeps the registry alive for the thread's exit, after which the
     /// entry is let go.
     scheduler: Arc<Scheduler>,
@@ -36,13 +50,29 @@ struct OutsideEntry {
 }
 
 thread_local! {
-    static ENTRY: RefCell<Option<OutsideEntry>> = const { RefCell::new(None) };
+    /// Owns this thread's entry; the `outside` slot of `tls` points to it
+    /// while it lives.
+    static ENTRY: RefCell<Option<Box<OutsideEntry>>> = const { RefCell::new(None) };
+}
+
+/// This thread's entry on `scheduler`, if it holds one there. The entry
+/// lives until the thread exits or holds one on another scheduler, which
+/// the caller does not do while it uses the reference.
+#[inline(always)]
+fn entry_on<'a>(scheduler: &Scheduler) -> Option<&'a OutsideEntry> {
+    let ptr = tls::with(|slots| slots.outside.get()).cast::<OutsideEntry>();
+    // SAFETY: the slot points to the entry that `ENTRY` owns, from its
+    // making to the start of its drop (`hold_entry`, `Drop`); nothing
+    // takes a `&mut` to it meanwhile (its mutable part is in a `RefCell`).
+    let entry = (!ptr.is_null()).then(|| unsafe { &*ptr })?;
+    std::ptr::eq(Arc::as_ptr(&entry.scheduler), scheduler).then_some(entry)
 }
 
 impl Drop for OutsideEntry {
     /// The thread exits (or moves to another scheduler): tasks it left go
     /// to the shared queue, and the entry is free for another thread.
     fn drop(&mut self) {
+        tls::with(|slots| slots.outside.set(std::ptr::null()));
         // The tasks are counted as held by a waiter while they move from
         // the entry to the queue: between the two, the idle check (which
         // looks at both) would otherwise see neither, and the destroy hook
@@ -50,8 +80,20 @@ impl Drop for OutsideEntry {
         // that found the scheduler idle before this count went up found
         // the entry empty, and nothing fills it since: this thread queues
         // through the instance's gate, closed by then.)
+        let slot = self.scheduler.deques.outside_slot(self.entry);
+        if !slot.is_full() && self.worker.is_empty() {
+            // Nothing to move (only this thread fills the entry, so it
+            // stays empty): no count either. Counting it anyway showed a
+            // destroy that had just joined its threads one task "in flight"
+            // while this thread, already on the next instance, let go of
+            // its empty entry on the old one ("1 task(s) abandoned", 2 runs
+            // of 200 of `destroy-while-queuing` with waiters running tasks).
+            self.scheduler.deques.let_go_outside(self.entry);
+            return;
+        }
         let moving = self.scheduler.hold_for_waiter();
-        let mut left = Vec::new();
+        // Newest first: the slot's task, then the deque's.
+        let mut left: Vec<Task> = slot.take_own().into_iter().collect();
         while let Some(task) = self.worker.pop() {
             left.push(task);
         }
@@ -74,6 +116,7 @@ impl Drop for OutsideEntry {
 /// Forgets this thread's entry without touching its scheduler (a forked
 /// child, where that scheduler's threads do not exist).
 pub(super) fn forget() {
+    tls::with(|slots| slots.outside.set(std::ptr::null()));
     let _ = ENTRY.try_with(|entry| {
         if let Ok(mut entry) = entry.try_borrow_mut() {
             std::mem::forget(entry.take());
@@ -88,58 +131,115 @@ impl Scheduler {
         if !self.config.waiters_run_tasks {
             return self.push(task);
         }
-        let mut task = Some(task);
-        let queued = ENTRY
-            .try_with(|entry| {
-                let Ok(mut entry) = entry.try_borrow_mut() else {
-                    return false;
-                };
-                if !entry.as_ref().is_some_and(|e| std::ptr::eq(Arc::as_ptr(&e.scheduler), self)) {
-                    // The first task of this thread here: hold an entry
-                    // (and let go of one on an earlier scheduler).
-                    drop(entry.take());
-                    let Some(me) = self.me.upgrade() else {
-                        return false;
-                    };
-                    let Some((index, worker)) = self.deques.hold_outside() else {
-                        return false;
-                    };
-                    *entry = Some(OutsideEntry { scheduler: me, entry: index, worker });
-                }
-                let entry = entry.as_ref().expect("held above");
-                self.deques.push_outside(entry.entry, &entry.worker, task.take().expect("queued once"));
-                observe::task_queued(|| self.queue.len() + entry.worker.len());
-                true
-            })
-            // The thread is exiting, its thread-locals are gone: the
-            // shared queue.
-            .unwrap_or(false);
-        match task {
-            Some(task) => self.push(task),
-            // A drainer must be looking, or be started (`lookout.rs`): at
-            // every push, even onto a deque that held a task. Skipping the
-            // fence there ("the drainer found for the older task looks
-            // again") lost tasks: this thread's "not empty" may be stale
-            // against a thief that just emptied the deque, and that thief's
-            // last look may miss this push, which no fence orders before it
-            // (`runtime/tests/lifecycle.rs`,
-            // `the_destroy_hook_returns_against_an_endless_producer`, hung
-            // in 1 run of 2).
-            None if queued => self.after_local_push(),
-            None => {}
+        let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
+            return self.push(task);
+        };
+        if entry.worker.len() >= OUTSIDE_DEQUE_CAP {
+            // A long burst (a fan-out of thousands): the rest goes to the
+            // shared queue, where idle workers take it at once, and the
+            // deque never grows (a grown deque copies its tasks, and shrinks
+            // again as they are taken: 220 instructions a task on fan-out).
+            return self.push(task);
         }
+        self.deques.push_outside(entry.entry, &entry.worker, task);
+        observe::task_queued(|| self.queue.len() + entry.worker.len());
+        // A drainer must be looking, or be started (`lookout.rs`): at
+        // every push, even onto a deque that held a task. Skipping the
+        // fence there ("the drainer found for the older task looks
+        // again") lost tasks: this thread's "not empty" may be stale
+        // against a thief that just emptied the deque, and that thief's
+        // last look may miss this push, which no fence orders before it
+        // (`runtime/tests/lifecycle.rs`,
+        // `the_destroy_hook_returns_against_an_endless_producer`, hung
+        // in 1 run of 2).
+        self.after_local_push();
     }
 
-    /// The newest task this thread queued in its entry here, if any.
+    /// Queues a task made ready by a task that this thread runs while it
+    /// waits (`waiter.rs`): in the entry's slot, run next, as a drainer's
+    /// task's go to the drainer's slot (`Scheduler::push_local`); the
+    /// slot's older task goes to the deque.
+    pub(crate) fn push_from_waiter(&self, task: Task) {
+        // A waiter without an entry (all were held) runs shared tasks.
+        let Some(entry) = entry_on(self) else {
+            return self.push(task);
+        };
+        if let Some(older) = self.deques.outside_slot(entry.entry).put(task) {
+            if entry.worker.len() >= OUTSIDE_DEQUE_CAP {
+                self.push(older);
+            } else {
+                self.deques.push_outside(entry.entry, &entry.worker, older);
+            }
+        }
+        observe::task_queued(|| self.queue.len() + entry.worker.len() + 1);
+        // A drainer must be looking, or be started: as after any push onto
+        // a slot (`lookout.rs`).
+        self.after_local_push();
+    }
+
+    /// The first task of this thread here: holds an entry (and lets go of
+    /// one on an earlier scheduler); `None` when none can be had or the
+    /// thread is exiting (its thread-locals are gone).
+    #[cold]
+    #[inline(never)]
+    fn hold_entry<'a>(&self) -> Option<&'a OutsideEntry> {
+        let me = self.me.upgrade()?;
+        let old = ENTRY.try_with(|entry| entry.try_borrow_mut().ok().and_then(|mut entry| entry.take())).ok()?;
+        // Dropped outside the borrow: its drop queues its tasks and ends
+        // its fiber.
+        drop(old);
+        let (index, worker) = self.deques.hold_outside()?;
+        let entry = Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker });
+        let ptr: *const OutsideEntry = &*entry;
+        let held = ENTRY.try_with(|slot| match slot.try_borrow_mut() {
+            Ok(mut slot) if slot.is_none() => {
+                *slot = Some(entry);
+                true
+            }
+            _ => false,
+        });
+        if held != Ok(true) {
+            // Cannot happen outside a thread-local destructor; the entry
+            // (empty) goes, the task to the shared queue.
+            return None;
+        }
+        tls::with(|slots| slots.outside.set(ptr.cast()));
+        // SAFETY: owned by `ENTRY` from here on (see `entry_on`).
+        Some(unsafe { &*ptr })
+    }
+
+    /// Calls `f` with this thread's waiter fiber here: its entry's (held
+    /// now if the thread holds none here yet), else, with every entry
+    /// held, a fiber for this call only.
+    pub(super) fn with_waiter_fiber<R>(&self, f: impl FnOnce(&mut WaiterFiber) -> R) -> R {
+        // The borrow lasts for the batch: the tasks on the fiber reach the
+        // entry only through shared references (their pushes), and a task
+        // that waits switches out instead of waiting here again.
+        let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
+            return f(&mut WaiterFiber::new());
+        };
+        let Ok(mut fiber) = entry.fiber.try_borrow_mut() else {
+            return f(&mut WaiterFiber::new());
+        };
+        // Thieves give the tasks of a thread that runs them more time.
+        self.deques.set_outside_running(entry.entry, true);
+        let result = f(&mut fiber);
+        self.deques.set_outside_running(entry.entry, false);
+        result
+    }
+
+    /// True when this thread's entry here holds a task (a hint: thieves
+    /// may take it meanwhile).
+    pub(super) fn has_own_outside_task(&self) -> bool {
+        entry_on(self)
+            .is_some_and(|entry| self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
+    }
+
+    /// The newest task this thread queued in its entry here, if any: its
+    /// slot's, else its deque's newest.
     pub(super) fn take_own_outside(&self) -> Option<Task> {
-        ENTRY
-            .try_with(|entry| {
-                let entry = entry.try_borrow().ok()?;
-                let entry = entry.as_ref().filter(|e| std::ptr::eq(Arc::as_ptr(&e.scheduler), self))?;
-                entry.worker.pop()
-            })
-            .ok()
-            .flatten()
+        let entry = entry_on(self)?;
+        self.deques.outside_slot(entry.entry).take_own().or_else(|| entry.worker.pop())
     }
 }
 

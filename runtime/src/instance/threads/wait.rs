@@ -7,7 +7,7 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
-use crate::instance::threads::fibers::{self, WaiterFiber};
+use crate::instance::threads::fibers;
 use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
@@ -83,14 +83,12 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // (Not in the loom models: there a task runs at once where it is made
     // ready, `instance::make_ready`, and a look at the queue per spin round
     // would only multiply the branches to explore.)
-    let mut waiter_fiber = (!on_runtime_thread && !cfg!(loom)).then(WaiterFiber::new);
     // Whether the instance lets waiters run tasks (`WAITERS_RUN_TASKS`): if
     // not, the spin below does not enter its gate at every round to learn it.
-    let mut runs_tasks = true;
-    if let Some(fiber) = waiter_fiber.as_mut() {
+    let mut runs_tasks = !on_runtime_thread && !cfg!(loom);
+    if runs_tasks {
         loop {
             if let Some(outcome) = completion.state() {
-                drop(waiter_fiber);
                 if let Some(start) = observed {
                     observe::wait_ended(start, false);
                 }
@@ -99,15 +97,12 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
                 runs_tasks = scheduler.config().waiters_run_tasks;
-                ran = scheduler.run_tasks_while_waiting(fiber, || completion.state().is_some());
+                ran = scheduler.run_tasks_while_waiting(|| completion.state().is_some());
             });
             if ran == 0 {
                 break;
             }
         }
-    }
-    if !runs_tasks {
-        waiter_fiber = None;
     }
     let node =
         WakeWaiter { waiter: Waiter::new(WakeWaiter::fire), thread: thread::current(), done: AtomicBool::new(false) };
@@ -133,10 +128,10 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     let mut backoff = if on_runtime_thread { Backoff::new(64, 16) } else { outside_backoff() };
     // Acquire: pairs with the Release in `WakeWaiter::fire`.
     while !node.done.load(Ordering::Acquire) {
-        if let Some(fiber) = waiter_fiber.as_mut() {
+        if runs_tasks {
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
-                ran = scheduler.run_tasks_while_waiting(fiber, || node.done.load(Ordering::Acquire));
+                ran = scheduler.run_tasks_while_waiting(|| node.done.load(Ordering::Acquire));
             });
             if ran > 0 {
                 backoff = outside_backoff();
@@ -166,7 +161,6 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     }
     let in_task = blocked.is_some();
     drop(blocked);
-    drop(waiter_fiber);
     if let Some(start) = observed {
         observe::wait_ended(start, in_task);
     }

@@ -17,39 +17,43 @@
 use crossbeam_deque::Steal;
 
 use crate::base::task::Task;
-use crate::instance::threads::fibers::WaiterFiber;
+use crate::instance::threads::fibers::WaiterBatch;
 use crate::instance::threads::{overflow, Scheduler};
 use crate::sync::Ordering;
 
 impl Scheduler {
-    /// Runs queued tasks on `fiber` until `done` or until none is queued;
-    /// returns how many ran. Does nothing when waiters do not run tasks
-    /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
-    pub(super) fn run_tasks_while_waiting(&self, fiber: &mut WaiterFiber, done: impl Fn() -> bool) -> usize {
-        if !self.config.waiters_run_tasks {
+    /// Runs queued tasks on this thread's waiter fiber until `done` or
+    /// until none is queued; returns how many ran. Does nothing when
+    /// waiters do not run tasks (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`,
+    /// or task stacks off).
+    pub(super) fn run_tasks_while_waiting(&self, done: impl Fn() -> bool) -> usize {
+        if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter() {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
         // (gives the thread an alternate signal stack if it has none).
         overflow::prepare_thread();
-        if !fiber.ready(self) {
-            return 0;
-        }
-        // Counted once for the whole batch of tasks.
-        let held = self.hold_for_waiter();
-        let mut ran = 0;
-        while !done() {
-            let Some(task) = self.take_for_waiter() else {
-                break;
-            };
-            fiber.run(task);
-            ran += 1;
+        self.with_waiter_fiber(|fiber| {
             if !fiber.ready(self) {
-                break;
+                return 0;
             }
-        }
-        drop(held);
-        ran
+            // Counted once for the whole batch of tasks.
+            let held = self.hold_for_waiter();
+            let next = || if done() { None } else { self.take_for_waiter() };
+            let batch = WaiterBatch::new(&next);
+            // A task that switches out takes the fiber with it; the batch
+            // goes on on a fresh one.
+            while !fiber.run(&batch) && !done() && fiber.ready(self) {}
+            drop(held);
+            batch.ran()
+        })
+    }
+
+    /// A cheap look, before the waiter counts itself in: may a task be
+    /// queued for it? (One queued after this look is seen at the waiter's
+    /// next round.)
+    fn may_have_task_for_waiter(&self) -> bool {
+        !self.queue.is_empty() || self.has_own_outside_task() || self.deques.any_deque_task()
     }
 
     /// Counts the calling thread in `waiter_tasks` until the guard drops:
@@ -64,7 +68,10 @@ impl Scheduler {
     }
 
     /// The newest task this thread queued itself (`outside.rs`), else the
-    /// oldest in the shared queue.
+    /// oldest in the shared queue, else the oldest of a runtime thread's
+    /// deque: a parallel loop's blocks that a worker split off its half
+    /// (without this, the caller of a triangular loop, whose last half is
+    /// three quarters of the work, sat idle while one worker did that half).
     fn take_for_waiter(&self) -> Option<Task> {
         if let Some(task) = self.take_own_outside() {
             return Some(task);
@@ -72,10 +79,11 @@ impl Scheduler {
         loop {
             match self.queue.steal() {
                 Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
+                Steal::Empty => break,
                 Steal::Retry => {}
             }
         }
+        self.deques.steal_one()
     }
 }
 
@@ -87,8 +95,8 @@ impl Drop for WaiterHold<'_> {
         // SeqCst: with a leaving drainer's `SeqCst` update and its look at
         // this count in `is_idle`, one of the two sees the other gone; the
         // one that does tells the threads waiting for idleness.
-        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.is_idle() {
-            self.0.idle.notify();
+        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_if(|| self.0.is_idle());
         }
     }
 }
