@@ -69,9 +69,9 @@ impl Scheduler {
 
     /// The newest task this thread queued itself (`outside.rs`), else the
     /// oldest in the shared queue, else the oldest of a runtime thread's
-    /// deque: a parallel loop's blocks that a worker split off its half
-    /// (without this, the caller of a triangular loop, whose last half is
-    /// three quarters of the work, sat idle while one worker did that half).
+    /// deque, as an idle drainer steals it (a parallel loop's blocks that a
+    /// worker split off its part, which the caller would otherwise only
+    /// wait for).
     fn take_for_waiter(&self) -> Option<Task> {
         if let Some(task) = self.take_own_outside() {
             return Some(task);
