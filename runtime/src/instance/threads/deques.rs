@@ -260,25 +260,11 @@ impl Deques {
     /// (`Scheduler::next_task`).
     pub(super) fn steal_from_slots(&self, me: usize, patience: &mut SlotPatience) -> Result<Task, bool> {
         let n = self.high.load(Ordering::Relaxed).max(me + 1);
-        let mut waiting = false;
-        let mut watched_seen = false;
+        let mut seen = SlotsSeen::default();
         for offset in 1..n {
             let slot = (me + offset) % n;
-            let Some(stamp) = self.slots[slot].peek() else {
-                continue;
-            };
-            match patience.may_take(slot, stamp) {
-                Look::Take => {
-                    if let Some(task) = self.slots[slot].steal(stamp) {
-                        patience.watched = None;
-                        return Ok(task);
-                    }
-                }
-                Look::Watched => {
-                    watched_seen = true;
-                    waiting = true;
-                }
-                Look::Other => waiting = true,
+            if let Some(task) = look_at_slot(&self.slots[slot], slot, patience, &mut seen) {
+                return Ok(task);
             }
         }
         // The outside threads' entries: their oldest task, once their
@@ -289,20 +275,9 @@ impl Deques {
         for entry in 0..outside {
             // Its slot, as a runtime thread's (the next link of a chain
             // that the thread runs while it waits): the same patience.
-            if let Some(stamp) = self.outside_slots[entry].peek() {
-                match patience.may_take(self.slots.len() + entry, stamp) {
-                    Look::Take => {
-                        if let Some(task) = self.outside_slots[entry].steal(stamp) {
-                            patience.watched = None;
-                            return Ok(task);
-                        }
-                    }
-                    Look::Watched => {
-                        watched_seen = true;
-                        waiting = true;
-                    }
-                    Look::Other => waiting = true,
-                }
+            let id = self.slots.len() + entry;
+            if let Some(task) = look_at_slot(&self.outside_slots[entry], id, patience, &mut seen) {
+                return Ok(task);
             }
             let stealer = lock(&self.outside_stealers[entry]);
             let Some(stealer) = stealer.as_ref() else {
@@ -326,7 +301,7 @@ impl Deques {
             };
             let young = now.saturating_sub(since) < patience_ns;
             if young && (!patience.is_last_look() || patience.over_cap) {
-                waiting = true;
+                seen.waiting = true;
                 waiting_outside = true;
                 continue;
             }
@@ -343,13 +318,13 @@ impl Deques {
                 }
             }
         }
-        if !watched_seen {
+        if !seen.watched {
             // The watched task was taken: watch the next one seen.
             patience.watched = None;
         }
-        patience.waiting = waiting;
+        patience.waiting = seen.waiting;
         patience.waiting_outside = waiting_outside;
-        Err(waiting)
+        Err(seen.waiting)
     }
 
     /// True when a task that another thread could take waits in a thread's
@@ -485,6 +460,34 @@ impl SlotPatience {
             }
         }
     }
+}
+
+/// What a thief's look at the slots saw and left: a task waiting in one,
+/// and the watched task among them.
+#[derive(Default)]
+struct SlotsSeen {
+    waiting: bool,
+    watched: bool,
+}
+
+/// Looks at one next-task slot, `id` to `patience` (a runtime thread's
+/// index, or an outside entry's after those): takes its task if `patience`
+/// lets it, else notes in `seen` that a task waits there.
+fn look_at_slot(slot: &Slot, id: usize, patience: &mut SlotPatience, seen: &mut SlotsSeen) -> Option<Task> {
+    let stamp = slot.peek()?;
+    match patience.may_take(id, stamp) {
+        Look::Take => {
+            let task = slot.steal(stamp)?;
+            patience.watched = None;
+            return Some(task);
+        }
+        Look::Watched => {
+            seen.watched = true;
+            seen.waiting = true;
+        }
+        Look::Other => seen.waiting = true,
+    }
+    None
 }
 
 /// What a thief does with a task it sees in a slot.
