@@ -14,6 +14,7 @@
 
 use crate::base::kind::Kind;
 use crate::sync::misuse::abort_misuse;
+use crate::sync::mutation;
 use crate::sync::{fence, AtomicI64, AtomicU32, Ordering};
 
 /// Written over the tag when an object is freed.
@@ -128,9 +129,11 @@ impl Header {
         // add or drop one. Acquire: the load reads the last decrement of
         // every earlier holder (each a `Release` head of a release
         // sequence), so their use of the object happens before the free,
-        // as the fence below gives the decrementing path. Saves a locked
-        // instruction a drop: 7 of the 49 of a blocking-awaits round.
-        let refs = header.refs.load(Ordering::Acquire);
+        // as the fence below gives the decrementing path (a `Relaxed` load
+        // frees a token whose detached waiter list it does not see: loom,
+        // `sync/mutation.rs` 11). Saves a locked instruction a drop: 7 of
+        // the 49 of a blocking-awaits round.
+        let refs = header.refs.load(if mutation::DROP_SOLE_RELAXED { Ordering::Relaxed } else { Ordering::Acquire });
         if refs != count {
             // Release: everything this thread did with the object happens
             // before whoever frees it (the `Acquire` fence below), as in
