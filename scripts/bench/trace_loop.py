@@ -347,7 +347,7 @@ def main() -> int:
              ", ".join(f"{n} {c}" for n, c in lane_tasks.most_common()) +
              f"; by route: " + ", ".join(f"{n} {c}" for n, c in
                                         routes.most_common()) +
-             f"; loops whose tasks all ran on one worker: {one_lane} of "
+             f"; loops whose tasks all ran on one thread: {one_lane} of "
              f"{len(stat)}.")
     L.append("")
     L.append("**The other two lowerings of the same probe** (checksum "
