@@ -6,7 +6,7 @@
 // other. The serial variant (FORK_JOIN_SERIAL=1) does both halves in the
 // task, one after the other: timed against each other with the default
 // size, the fork-join run takes at most 0.55 of the serial one on two
-// workers (bench/README.md, "Fork-join").
+// workers (bench/history.md, "Fork-join").
 //
 // Each half is STEPS (default 300,000,000; the environment variable
 // FORK_JOIN_STEPS overrides it) steps of a 64-bit linear congruential

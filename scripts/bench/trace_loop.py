@@ -94,6 +94,28 @@ def threads_of_other_lowerings(k, args, tmp: Path) -> list[str]:
     return lines
 
 
+
+def block_size(order: list, tid: list, rows: int, loops: int) -> int:
+    """The most common length of the runs of rows that one thread ran, one
+    after the other, in every sweep: a block of async-parallel-for. (One
+    after the other on that thread: another thread's rows may take start
+    numbers in between.)"""
+    def after(s: int, i: int) -> bool:
+        a, b = s * rows + i, s * rows + i + 1
+        return tid[a] == tid[b] and order[b] > order[a] and not any(
+            tid[s * rows + j] == tid[a] and order[a] < order[s * rows + j] < order[b]
+            for j in range(rows))
+    joined = [all(after(s, i) for s in range(loops)) for i in range(rows - 1)]
+    lengths, run = Counter(), 1
+    for j in joined:
+        if j:
+            run += 1
+        else:
+            lengths[run] += 1
+            run = 1
+    lengths[run] += 1
+    return lengths.most_common(1)[0][0]
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runtime", type=Path,
@@ -162,11 +184,12 @@ def main() -> int:
              if e.get("name") == "thread_name"}
 
     # ---- the probe: blocks, their threads and their start order
-    # The caller computes block 0 itself (async-parallel-for's dispatch), so
-    # the rows it ran in a sweep are block 0 and give the block size.
-    bs_seen = Counter(sum(1 for i in range(rows) if tid[s * rows + i] == pid)
-                      for s in range(k.loops))
-    bs = bs_seen.most_common(1)[0][0]
+    # The block size: rows i and i + 1 are in one block when, in every
+    # sweep, one thread ran both, one right after the other. (Not the rows
+    # the caller ran: it computes block 0 itself, async-parallel-for's
+    # dispatch, and with MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1 it runs
+    # other blocks too while it waits.)
+    bs = block_size(order, tid, rows, k.loops)
     nblocks = -(-rows // bs)
     workers = {}  # OS tid -> "worker A", "worker B", ... by first appearance
     for t in tid:
@@ -184,7 +207,7 @@ def main() -> int:
             rs = range(b * bs, min(rows, (b + 1) * bs))
             ts = {tid[base + i] for i in rs}
             os_ = [order[base + i] for i in rs]
-            if len(ts) != 1 or os_ != list(range(os_[0], os_[0] + len(os_))):
+            if len(ts) != 1 or os_ != sorted(set(os_)):
                 inconsistent += 1
             runner[b][who(tid[base + rs[0]])] += 1
             starts.append((os_[0], b, who(tid[base + rs[0]])))
@@ -193,7 +216,7 @@ def main() -> int:
             rank[b].append(rnk)
         sweep_orders.append(starts)
     counted = k.loops - args.skip
-    first_after_0 = Counter(st[1][1] for st in sweep_orders)
+    first_after_0 = Counter(st[1][1] for st in sweep_orders if len(st) > 1)
     n_threads = Counter(len({w for _, _, w in st if w != "caller"})
                         for st in sweep_orders)
 
@@ -274,10 +297,10 @@ def main() -> int:
              f"a loop, with the probe and the trace on); statistics over "
              f"loops {args.skip + 1}..{k.loops}.")
     L.append("")
-    L.append(f"**Blocks.** {nblocks} blocks of {bs} rows (block 0 = the rows "
-             f"the caller ran; {bs_seen[bs]} of {k.loops} sweeps agree; "
-             f"{inconsistent} block-sweeps not one thread's consecutive "
-             f"rows). Threads that ran blocks 1..{nblocks - 1} in a loop: "
+    L.append(f"**Blocks.** {nblocks} blocks of {bs} rows (the most common "
+             f"run of rows that one thread ran one after the other in every "
+             f"sweep; block 0 is the caller's own; "
+             f"{inconsistent} block-sweeps not one thread's rows in order). Threads that ran blocks 1..{nblocks - 1} in a loop: "
              + ", ".join(f"{n} worker(s) in {c} loops"
                          for n, c in sorted(n_threads.items())) + ".")
     L.append("")
@@ -324,7 +347,7 @@ def main() -> int:
              ", ".join(f"{n} {c}" for n, c in lane_tasks.most_common()) +
              f"; by route: " + ", ".join(f"{n} {c}" for n, c in
                                         routes.most_common()) +
-             f"; loops whose tasks all ran on one worker: {one_lane} of "
+             f"; loops whose tasks all ran on one thread: {one_lane} of "
              f"{len(stat)}.")
     L.append("")
     L.append("**The other two lowerings of the same probe** (checksum "

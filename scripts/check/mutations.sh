@@ -113,6 +113,11 @@ run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly on
     "${loom[@]}" --features mutation-handoff-no-check --lib -- instance::threads::loom_handoff::
 run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
     "${loom[@]}" --features mutation-handoff-relaxed --lib -- instance::threads::loom_handoff::
+# (11) the sole holder's drop reads the count Relaxed before it frees
+# without a decrement: loom finds the free of a token whose completion's
+# detached waiter list it does not see (the group adder's drop).
+run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "token freed while tasks still await it" -- \
+    "${loom[@]}" --features mutation-drop-sole-relaxed --test loom_objects -- --exact add_token_against_completion_against_group_await
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -89,7 +89,7 @@ impl Config {
         // A waiter runs a task on a task stack only: on its own, a task
         // that blocked there would block the waiter under it.
         // Off unless asked for (`=1`) while the per-task cost on the waiting
-        // thread is above the instruction budget (bench/README.md, "Issue
+        // thread is above the instruction budget (bench/history.md, "Issue
         // 26, first step"). A waiter runs a task on a task stack only: on
         // its own, a task that blocked there would block the waiter under it.
         config.waiters_run_tasks = config.task_stacks

@@ -63,3 +63,10 @@ pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-ch
 /// release: the thread that resumes a parked fiber may not see the
 /// drainer's write of it (loom reports the slot's accesses as unordered).
 pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");
+
+/// (11) The sole holder's drop (`object/header.rs`) reads the count
+/// `Relaxed` instead of `Acquire` before it frees without a decrement: the
+/// free may not see what the other holders did with the object before
+/// their last decrement (loom: a completion's detached waiter list read
+/// as still attached).
+pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-relaxed");

@@ -109,9 +109,17 @@ impl Slot {
     /// Owner only: takes the slot's task back, if a thief did not take it.
     #[inline(always)]
     pub(super) fn take_own(&self) -> Option<Task> {
-        // Relaxed: the owner put the task itself. No test of the tag
-        // first: the compare-and-swap against FULL fails on an empty slot.
-        self.take_from(self.state.load(Ordering::Relaxed))
+        // Relaxed: the owner put the task itself. The tag is tested
+        // before the compare-and-swap: a failing one costs a locked
+        // instruction as a successful one does, and the slot is mostly
+        // empty when a waiter or a drainer looks (blocking-awaits: 4 a
+        // round of 4 tasks, one in eight of the waiting thread's locked
+        // instructions).
+        let state = self.state.load(Ordering::Relaxed);
+        if state & TAG != FULL {
+            return None;
+        }
+        self.take_from(state)
     }
 
     /// The owner's FULL -> EMPTY, for the stamp of `state` (whatever its
