@@ -159,6 +159,41 @@ class JudgeIdleCpu(unittest.TestCase):
         self.assertEqual(sum(range(2000)), p.expect)
 
 
+class JudgeLongTask(unittest.TestCase):
+    """long-task.mlir's output: L's result, the lag of the await of S, the
+    time to the return of the await of L (seconds since S completed)."""
+
+    EXPECT = -5339366761872953856
+
+    def judge(self, stdout, rc=0):
+        return waits.judge_runner(child(stdout=stdout, rc=rc), self.EXPECT,
+                                  bench, "lag")
+
+    def test_the_lag_is_the_figure(self):
+        j = self.judge(f"{self.EXPECT}\n0.0179\n0.0180\n")
+        self.assertEqual(j["status"], "ok", j)
+        self.assertAlmostEqual(j["elapsed_s"], 0.0179)
+
+    def test_a_wrong_result_fails(self):
+        self.assertEqual(self.judge("1\n0.0179\n0.0180\n")["status"],
+                         "FAIL (checksum)")
+
+    def test_negative_or_out_of_order_times_fail(self):
+        self.assertEqual(self.judge(f"{self.EXPECT}\n-1e-06\n0.0180\n")["status"],
+                         "FAIL (negative lag)")
+        self.assertEqual(self.judge(f"{self.EXPECT}\n0.02\n0.0180\n")["status"],
+                         "FAIL (L's await returned before S's)")
+
+    def test_missing_line_fails(self):
+        self.assertEqual(self.judge(f"{self.EXPECT}\n0.0179\n")["status"],
+                         "FAIL (2 output lines, not 3)")
+
+    def test_the_program_declares_the_lag_figure(self):
+        p = waits.Program(waits.WAITS_DIR / "long-task.mlir")
+        self.assertEqual((p.tool, p.figure, p.expect, p.opt),
+                         ("runner", "lag", self.EXPECT, "-O0"))
+
+
 class Statistics(unittest.TestCase):
     """The figures of a configuration and the per-round ratios, as
     waits.run takes them from bench.py."""
@@ -230,10 +265,12 @@ class Lowering(unittest.TestCase):
         out = Path(tempfile.mkdtemp())
         progs, _ = waits.select(argparse.Namespace(
             waits_dir=waits.WAITS_DIR, no_waits=False), None)
-        self.assertEqual([p.name for p in progs], ["one-task", "wake", "idle-cpu"])
+        self.assertEqual([p.name for p in progs],
+                         ["one-task", "wake", "idle-cpu", "long-task"])
         awaits = {"one-task": "mlirAsyncRuntimeAwaitToken",
                   "wake": "mlirAsyncRuntimeAwaitToken",
-                  "idle-cpu": "mlirAsyncRuntimeAwaitAllInGroup"}
+                  "idle-cpu": "mlirAsyncRuntimeAwaitAllInGroup",
+                  "long-task": "mlirAsyncRuntimeAwaitValue"}
         for p in progs:
             bench.lower(p, LLVM_BIN, out, want_ir=True)
             self.assertIsNone(p.lower_error, p.name)

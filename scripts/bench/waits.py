@@ -1,6 +1,6 @@
-"""The wait paths in make bench: the bench/waits/*.mlir programs (the idle phase and the wake).
+"""The wait paths in make bench: the bench/waits/*.mlir programs (the idle phase, the wake, a waiter's lag).
 
-Two programs, each run on ours, the C++ runtime and the floor, interleaved
+Four programs, each run on ours, the C++ runtime and the floor, interleaved
 like scripts/bench/bench.py's workloads (round i runs every configuration once,
 the first one rotating), --runs processes each:
 
@@ -28,6 +28,16 @@ the first one rotating), --runs processes each:
               of pauses that slept (checked here: 2). Target: ours <= 5 ms,
               1% of the window: no thread of an idle runtime spins after a
               bounded time.
+    long-task (// BENCH-WAIT: runner, // BENCH-FIGURE: lag) main queues a
+              short task S, then a long one L (about 18 ms), then awaits
+              S; the figure of a process is the time from S's completion to
+              the return of that await, which the program prints after its
+              checksum, followed by the time to the return of its await of
+              L (checked here: neither negative, the second not below the
+              first). No target: it measures what a waiting thread that
+              runs tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1) costs in
+              latency, since it finishes the task it runs, here L, before
+              it returns (issue 26's question of TBB's isolation).
 
 Ratios are medians of per-round ratios with their quartiles (bench.py's
 paired_ratio). A run that crashes, exits non-zero, times out, prints no
@@ -57,7 +67,7 @@ WAITS_DIR = REPO / "bench" / "waits"
 import loops  # noqa: E402  (the BENCH directive reader, the program picker, the table cell)
 
 # Display order; any other bench/waits/*.mlir is appended alphabetically.
-ORDER = ["one-task", "wake", "idle-cpu"]
+ORDER = ["one-task", "wake", "idle-cpu", "long-task"]
 
 # The issue's targets: (its text in the table, met?). `ours` is our
 # runtime's summary, `r` the program's ratios.
@@ -76,7 +86,8 @@ TARGETS = {
 # What the figure of a runner program is (// BENCH-FIGURE:), as the table
 # says it.
 FIGURES = {"latencies": "median execute-to-await-return",
-           "cpu": "process CPU in 500 ms idle"}
+           "cpu": "process CPU in 500 ms idle",
+           "lag": "await return after its object completed"}
 
 # The harness's summary line (jit-harness/src/report.rs, Summary::line).
 SUMMARY = re.compile(
@@ -219,6 +230,23 @@ def check_idle_cpu(nums: list[str]) -> tuple[str | None, float | None]:
     return None, settle
 
 
+def check_lag(nums: list[str]) -> str | None:
+    """What is wrong with the long-task program's lines 2 and 3 (seconds
+    from S's completion to the return of main's await of S, then of L), or
+    None. nums: its numeric output lines (bench.py's `numbers`)."""
+    if len(nums) != 3:
+        return f"{len(nums)} output lines, not 3"
+    try:
+        lag, l_end = float(nums[1]), float(nums[2])
+    except ValueError:
+        return "bad output"
+    if lag < 0 or l_end < 0:
+        return "negative lag"
+    if l_end < lag:
+        return "L's await returned before S's"
+    return None
+
+
 def judge_runner(res: dict, expect: int, kit, figure: str = "latencies") -> dict:
     """A process under mlir-cpu-runner: bench.py's judge (checksum,
     elapsed_s = the printed figure: wake's median latency, idle-cpu's CPU
@@ -229,6 +257,8 @@ def judge_runner(res: dict, expect: int, kit, figure: str = "latencies") -> dict
         nums = kit.numbers(res["stdout"])
         if figure == "cpu":
             wrong, out["settle_cpu_s"] = check_idle_cpu(nums)
+        elif figure == "lag":
+            wrong = check_lag(nums)
         else:
             wrong = check_latencies(nums, out["elapsed_s"], expect)
         if wrong:
@@ -365,7 +395,9 @@ def run(programs: list[Program], args, kit) -> tuple[bool, list[str]]:
                "of 0.1 is an upper bound);\nwake: mlir-cpu-runner, one "
                "figure per process (the median of its 300 latencies); "
                "idle-cpu: mlir-cpu-runner, the process's CPU time in 500 ms "
-               "of idleness after its tasks. "
+               "of idleness after its tasks; long-task: mlir-cpu-runner, one "
+               "figure per process (from its short task's completion to the "
+               "return of main's await of it, a long task queued after it). "
                "Times: median of the processes' figures, µs (IQR as % of the "
                "median).\nRatios: median of per-round ratios with Q1-Q3; "
                "C++/ours > 1: ours faster.")
