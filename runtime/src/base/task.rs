@@ -159,3 +159,36 @@ impl Route {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{Origin, Task};
+
+    static RESUMED_WITH: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn record(handle: *mut c_void) {
+        RESUMED_WITH.store(handle as usize, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_task_is_two_words_and_so_is_an_optional_one() {
+        assert_eq!(std::mem::size_of::<Task>(), 2 * std::mem::size_of::<usize>());
+        assert_eq!(std::mem::size_of::<Option<Task>>(), 2 * std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn every_origin_and_the_resume_call_survive_the_packing() {
+        let origins = [Origin::Execute, Origin::AfterToken, Origin::AfterValue, Origin::AfterGroup, Origin::Resume];
+        for (i, origin) in origins.into_iter().enumerate() {
+            // Handles are opaque: any bits, the top ones included.
+            let handle = (usize::MAX - i) as *mut c_void;
+            let task = Task::new(handle, Some(record), origin, "test");
+            assert_eq!(task.origin(), origin);
+            task.run();
+            assert_eq!(RESUMED_WITH.load(Ordering::SeqCst), handle as usize);
+        }
+    }
+}
