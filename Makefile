@@ -60,7 +60,7 @@ CARGO_NET_OFFLINE ?= true
 export CARGO_NET_OFFLINE
 
 .DEFAULT_GOAL := all
-.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-no-stacks lit-waiters lit-cxx check-make
+.PHONY: all help setup toolchain toolchain-lit build check test test-rust lit lit-no-stacks lit-no-waiters lit-cxx check-make
 
 all: build ## the same as make build
 
@@ -93,7 +93,7 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 
 # Set-up first, then the Rust tests, the lit corpus (with task stacks on,
 # once with them off: MLIR_ASYNC_RUNTIME_TASK_STACKS=0, and once with
-# waiting threads running queued tasks: MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1), the corpus under MLIR
+# waiting threads not running queued tasks: MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0), the corpus under MLIR
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
 # ahead-of-time test, the checks of this build itself, the reliability
 # suite's CI part (loom models, the re-injected historic bugs, a reduced
@@ -109,7 +109,7 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # programs on the C++ runtime and ours, through the mlir-async-rs wheel
 # installed in a new venv (make catalyst-ci, which builds make wheel:
 # docs/catalyst.md).
-test: setup build test-rust lit lit-no-stacks lit-waiters compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
+test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace
@@ -120,8 +120,8 @@ lit: build toolchain-lit ## the lit corpus against our runtime (make test)
 lit-no-stacks: build toolchain-lit ## the lit corpus against our runtime with task stacks off, MLIR_ASYNC_RUNTIME_TASK_STACKS=0 (make test)
 	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO) --param task_stacks=0
 
-lit-waiters: build toolchain-lit ## the lit corpus against our runtime with waiting threads running queued tasks, MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1 (make test)
-	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO) --param waiters_run_tasks=1
+lit-no-waiters: build toolchain-lit ## the lit corpus against our runtime with waiting threads not running queued tasks, MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0 (make test)
+	$(LIT_CORPUS) --param runtime=$(RUNTIME_SO) --param waiters_run_tasks=0
 
 lit-cxx: toolchain-lit ## the lit corpus against MLIR 19's C++ runtime
 	$(LIT_CORPUS) --param runtime=$(CXX_RUNTIME)

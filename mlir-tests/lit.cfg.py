@@ -133,8 +133,9 @@ if lit_config.params.get('task_stacks', '1') == '0':
     config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
     config.available_features.add('no-task-stacks')
     lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')
-# --param waiters_run_tasks=1: a thread waiting in an Await* outside the
-# pool runs queued tasks (make lit-waiters; off by default for now).
-if lit_config.params.get('waiters_run_tasks', '0') == '1':
-    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '1'
-    lit_config.note('waiters run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1)')
+# --param waiters_run_tasks=0: a thread waiting in an Await* outside the
+# pool does not run queued tasks, every task runs on the pool (make
+# lit-no-waiters, the opt-out; by default waiters run tasks).
+if lit_config.params.get('waiters_run_tasks', '1') == '0':
+    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
+    lit_config.note('waiters do not run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')

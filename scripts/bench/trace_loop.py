@@ -187,7 +187,7 @@ def main() -> int:
     # The block size: rows i and i + 1 are in one block when, in every
     # sweep, one thread ran both, one right after the other. (Not the rows
     # the caller ran: it computes block 0 itself, async-parallel-for's
-    # dispatch, and with MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1 it runs
+    # dispatch, and unless MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0 it runs
     # other blocks too while it waits.)
     bs = block_size(order, tid, rows, k.loops)
     nblocks = -(-rows // bs)

@@ -35,9 +35,10 @@ the first one rotating), --runs processes each:
               checksum, followed by the time to the return of its await of
               L (checked here: neither negative, the second not below the
               first). No target: it measures what a waiting thread that
-              runs tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1) costs in
-              latency, since it finishes the task it runs, here L, before
-              it returns (issue 26's question of TBB's isolation).
+              runs tasks (the default; MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0
+              turns it off) costs in latency, since it finishes the task it
+              runs, here L, before it returns (issue 26's question of TBB's
+              isolation).
 
 Ratios are medians of per-round ratios with their quartiles (bench.py's
 paired_ratio). A run that crashes, exits non-zero, times out, prints no

@@ -23,9 +23,9 @@ pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALI
 /// its thread, which a spare thread replaces (threads/README.md).
 pub(crate) const TASK_STACKS_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACKS";
 
-/// Environment variable that lets a thread waiting in an `Await*` outside
-/// the pool run queued tasks (`1`; off by default: every task runs on the
-/// pool; threads/README.md, "A waiting thread runs tasks").
+/// Environment variable that keeps a thread waiting in an `Await*` outside
+/// the pool from running queued tasks (`0`: every task runs on the pool;
+/// on by default; threads/README.md, "A waiting thread runs tasks").
 pub(crate) const WAITERS_RUN_TASKS_ENV: &str = "MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS";
 
 /// Environment variable that sets the size of a task's stack, in bytes
@@ -66,8 +66,8 @@ pub(crate) struct Config {
     /// The size of a task's stack, in bytes.
     pub(crate) task_stack_size: usize,
     /// A thread waiting in an `Await*` outside the pool runs queued tasks
-    /// on task stacks (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1`, with task
-    /// stacks on; off by default).
+    /// on task stacks (with task stacks on; off with
+    /// `MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`).
     pub(crate) waiters_run_tasks: bool,
 }
 
@@ -86,14 +86,13 @@ impl Config {
             spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
         config.task_stacks =
             switch(TASK_STACKS_ENV, std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
-        // A waiter runs a task on a task stack only: on its own, a task
-        // that blocked there would block the waiter under it.
-        // Off unless asked for (`=1`) while the per-task cost on the waiting
-        // thread is above the instruction budget (bench/history.md, "Issue
-        // 26, first step"). A waiter runs a task on a task stack only: on
-        // its own, a task that blocked there would block the waiter under it.
+        // On unless turned off (`=0`, for an embedder whose waiting thread
+        // must return within a wake-up of its object: the waiter's lag is
+        // at most one task's run, threads/README.md). A waiter runs a task
+        // on a task stack only: on its own, a task that blocked there would
+        // block the waiter under it.
         config.waiters_run_tasks = config.task_stacks
-            && opt_in(WAITERS_RUN_TASKS_ENV, std::env::var(WAITERS_RUN_TASKS_ENV).ok().as_deref(), &mut |line| warn(line));
+            && switch(WAITERS_RUN_TASKS_ENV, std::env::var(WAITERS_RUN_TASKS_ENV).ok().as_deref(), &mut |line| warn(line));
         config.task_stack_size =
             task_stack_size(std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(), &mut |line| warn(line));
         config
@@ -143,7 +142,7 @@ impl Config {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
-            waiters_run_tasks: false,
+            waiters_run_tasks: true,
         }
     }
 
@@ -167,19 +166,6 @@ fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration 
                 DEFAULT_SPARE_KEEP_ALIVE.as_millis()
             ));
             DEFAULT_SPARE_KEEP_ALIVE
-        }
-    }
-}
-
-/// A feature that is off unless the variable `name` turns it on (`1`, `on`
-/// or `true`), with one warning line if its value is malformed.
-fn opt_in(name: &str, text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
-    match text.map(str::trim) {
-        Some("1" | "on" | "true") => true,
-        None | Some("" | "0" | "off" | "false") => false,
-        Some(other) => {
-            warn(&format!("ignoring {name}={other:?}: expected 0 or 1; it stays off"));
-            false
         }
     }
 }
@@ -239,7 +225,7 @@ mod tests {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
-            waiters_run_tasks: false,
+            waiters_run_tasks: true,
         };
         assert_eq!(config(None, None), (expected, vec![]));
     }
@@ -285,8 +271,8 @@ mod tests {
         assert!(switch(TASK_STACKS_ENV, None, &mut warn));
         assert!(!switch(TASK_STACKS_ENV, Some("0"), &mut warn));
         assert!(switch(TASK_STACKS_ENV, Some(" 1 "), &mut warn));
-        assert!(!opt_in(WAITERS_RUN_TASKS_ENV, None, &mut warn));
-        assert!(opt_in(WAITERS_RUN_TASKS_ENV, Some("1"), &mut warn));
+        assert!(switch(WAITERS_RUN_TASKS_ENV, None, &mut warn));
+        assert!(!switch(WAITERS_RUN_TASKS_ENV, Some("0"), &mut warn));
         assert_eq!(task_stack_size(None, &mut warn), DEFAULT_TASK_STACK_SIZE);
         assert_eq!(task_stack_size(Some("1048576"), &mut warn), 1 << 20);
         assert!(lines.is_empty(), "{lines:?}");

@@ -30,6 +30,7 @@
 //!   thread queueing a task, blocking waits, completions) dispatch on the
 //!   instance, or check one relaxed flag ([`deterministic::enabled`]) first.
 
+mod cached;
 pub(crate) mod config;
 pub(crate) mod deterministic;
 mod exit_hook;
@@ -38,11 +39,12 @@ pub(crate) mod gate;
 mod loom_gate;
 pub(crate) mod threads;
 
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::task::Task;
+pub(super) use crate::instance::cached::cached_instance_address;
+use crate::instance::cached::{forget_cached, with_entered_instance};
 use crate::instance::config::{drain_while_current, Config};
 use crate::instance::deterministic::spec::{self, Schedule};
 use crate::instance::deterministic::Deterministic;
@@ -152,66 +154,9 @@ impl Current {
 /// the thread that held it does not exist there.
 static DESTROYING: ForkSafeLock<()> = ForkSafeLock::new(());
 
-thread_local! {
-    /// The instance this thread (outside the pools) last queued on: saves
-    /// the lock and a reference count per call. A closed gate refreshes it.
-    static CACHED: RefCell<Option<Arc<Instance>>> = const { RefCell::new(None) };
-}
-
-/// This thread's cached instance's address, for `threads/migration.rs`
-/// (never inlined: `sync/mutation.rs`, 7).
-#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
-#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
-pub(super) fn cached_instance_address() -> usize {
-    crate::sync::tls::fresh(CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0))
-}
-
 /// The current instance, started if there is none.
 fn current_instance() -> Arc<Instance> {
     CURRENT.with(|slot| Arc::clone(slot.get_or_insert_with(Instance::start)))
-}
-
-/// Calls `f` with an instance whose gate this thread is inside: the one it
-/// used last, or else the current one.
-fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
-    let mut f = Some(f);
-    let cached = CACHED.try_with(|cached| {
-        let mut cached = cached.borrow_mut();
-        loop {
-            let instance = cached.get_or_insert_with(current_instance);
-            if let Some(_inside) = instance.gate.enter() {
-                return (f.take().expect("called once"))(instance);
-            }
-            // Destroyed since: the next instance.
-            *cached = None;
-        }
-    });
-    match cached {
-        Ok(result) => result,
-        // This thread's locals are gone (a call from a thread-local
-        // destructor, or from an exit handler after `exit` destroyed the
-        // caller's): the current instance, without the cache.
-        Err(_) => without_cache(f.take().expect("not called")),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn without_cache<R>(f: impl FnOnce(&Instance) -> R) -> R {
-    loop {
-        let instance = current_instance();
-        let inside = instance.gate.enter();
-        if inside.is_some() {
-            let result = f(&instance);
-            drop(inside);
-            return result;
-        }
-    }
-}
-
-/// Forgets the instance this thread used last (it was closed).
-fn forget_cached() {
-    let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
 }
 
 /// Queues a task from a thread outside the ordinary scheduler's pools: on
@@ -454,7 +399,7 @@ pub(crate) fn destroy(call: &str) {
     };
     // `try_with`: at process exit (`at_exit`), glibc has already destroyed
     // the main thread's thread-locals.
-    let _ = CACHED.try_with(|cached| cached.borrow_mut().take());
+    forget_cached();
     if let Some(instance) = running_instance() {
         let scheduler = match &instance.executor {
             Executor::Threads(scheduler) => scheduler,
@@ -589,11 +534,7 @@ extern "C" fn after_fork_in_child() {
     std::mem::forget(old);
     DESTROYING.reset_in_child();
     release_after_fork();
-    let _ = CACHED.try_with(|cached| {
-        if let Ok(mut cached) = cached.try_borrow_mut() {
-            std::mem::forget(cached.take());
-        }
-    });
+    cached::forget_in_child();
     threads::forget_thread_context();
     deterministic::forget_thread_registration();
 }

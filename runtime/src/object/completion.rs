@@ -119,19 +119,50 @@ unsafe impl Sync for Completion {}
 pub(crate) struct AlreadyComplete;
 
 impl Completion {
+    /// A pending completion as a value of its own (the loom models' objects
+    /// are completions alone; the runtime's are made in place).
+    #[cfg(loom)]
     pub(crate) fn pending() -> Completion {
-        Completion::with_word(PENDING)
-    }
-
-    pub(crate) fn completed(outcome: Outcome) -> Completion {
-        Completion::with_word(outcome.bits())
-    }
-
-    fn with_word(word: usize) -> Completion {
         Completion {
-            word: AtomicUsize::new(word),
+            word: AtomicUsize::new(PENDING),
             inline_taken: AtomicBool::new(false),
             inline_room: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Writes a pending completion at `at`, inside an object being made in
+    /// its block, field by field: its inline room is left unwritten, where
+    /// a `Completion` built as a value and moved in was assembled on the
+    /// stack and copied, room and all (`recycle::boxed`).
+    ///
+    /// # Safety
+    /// `at` is valid for writes and aligned; whatever it held is not dropped.
+    #[inline(always)]
+    pub(crate) unsafe fn write_pending(at: *mut Completion) {
+        // SAFETY: per the contract; the room is an `UnsafeCell` of
+        // `MaybeUninit`, valid unwritten.
+        unsafe { Completion::write_word(at, PENDING) }
+    }
+
+    /// As [`Completion::write_pending`], for an object complete from the
+    /// start with `outcome`.
+    ///
+    /// # Safety
+    /// As [`Completion::write_pending`].
+    #[inline(always)]
+    pub(crate) unsafe fn write_completed(at: *mut Completion, outcome: Outcome) {
+        // SAFETY: as in `write_pending`.
+        unsafe { Completion::write_word(at, outcome.bits()) }
+    }
+
+    /// # Safety
+    /// As [`Completion::write_pending`].
+    #[inline(always)]
+    unsafe fn write_word(at: *mut Completion, word: usize) {
+        // SAFETY: per the contract, both fields are valid for writes.
+        unsafe {
+            ptr::addr_of_mut!((*at).word).write(AtomicUsize::new(word));
+            ptr::addr_of_mut!((*at).inline_taken).write(AtomicBool::new(false));
         }
     }
 

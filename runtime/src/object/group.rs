@@ -9,7 +9,7 @@
 //! takes it to zero completes the group's own completion, which fires its
 //! awaiters. Nothing here takes a lock.
 
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use crate::base::kind::Kind;
 use crate::object::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
@@ -76,22 +76,30 @@ impl Group {
         if size < 0 {
             abort_misuse(call, "negative group size");
         }
-        let completion = if size == 0 {
-            Completion::completed(Outcome::Available)
-        } else {
-            Completion::pending()
-        };
         live::object_created(Kind::Group);
-        let group = recycle::boxed(Group {
-            header: Header::new(Kind::Group, 1, Group::free),
-            completion,
-            size,
-            next_rank: AtomicI64::new(0),
-            pending: AtomicI64::new(size),
-            errors: AtomicI64::new(0),
-            holds_self: AtomicBool::new(false),
-        });
-        // SAFETY: `boxed` never returns null.
+        let group = recycle::alloc_for::<Group>();
+        // Every field is written below: this pattern stops compiling when
+        // one is added.
+        let _ = |g: &Group| {
+            let Group { header: _, completion: _, size: _, next_rank: _, pending: _, errors: _, holds_self: _ } = g;
+        };
+        // SAFETY: a fresh block for a group, made in place field by field
+        // (`Completion::write_pending`).
+        unsafe {
+            ptr::addr_of_mut!((*group).header).write(Header::new(Kind::Group, 1, Group::free));
+            let completion = ptr::addr_of_mut!((*group).completion);
+            if size == 0 {
+                Completion::write_completed(completion, Outcome::Available);
+            } else {
+                Completion::write_pending(completion);
+            }
+            ptr::addr_of_mut!((*group).size).write(size);
+            ptr::addr_of_mut!((*group).next_rank).write(AtomicI64::new(0));
+            ptr::addr_of_mut!((*group).pending).write(AtomicI64::new(size));
+            ptr::addr_of_mut!((*group).errors).write(AtomicI64::new(0));
+            ptr::addr_of_mut!((*group).holds_self).write(AtomicBool::new(false));
+        }
+        // SAFETY: `alloc_for` never returns null.
         unsafe { NonNull::new_unchecked(group) }
     }
 

@@ -65,7 +65,7 @@ macro_rules! free_boxed {
                 // SAFETY: we own the object, allocated by `create` (`boxed`).
                 unsafe {
                     (*this).completion.check_no_waiters(call, kind.name());
-                    drop($crate::object::recycle::unbox(this));
+                    $crate::object::recycle::drop_boxed(this);
                 }
                 $crate::object::live::object_freed(kind);
             }

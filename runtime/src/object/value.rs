@@ -49,14 +49,19 @@ impl Value {
         // SAFETY: the payload lies inside the block; zeroed as the C++
         // runtime's storage is.
         unsafe { raw.add(offset).write_bytes(0, size) };
-        // SAFETY: freshly allocated, properly aligned for `Value`.
-        unsafe {
-            ptr.as_ptr().write(Value {
-                header: Header::new(Kind::Value, 2, Value::free),
-                completion: Completion::pending(),
-                size,
-            })
+        // Every field is written below: this pattern stops compiling when
+        // one is added.
+        let _ = |v: &Value| {
+            let Value { header: _, completion: _, size: _ } = v;
         };
+        let value = ptr.as_ptr();
+        // SAFETY: freshly allocated, properly aligned for `Value`; made in
+        // place field by field (`Completion::write_pending`).
+        unsafe {
+            std::ptr::addr_of_mut!((*value).header).write(Header::new(Kind::Value, 2, Value::free));
+            Completion::write_pending(std::ptr::addr_of_mut!((*value).completion));
+            std::ptr::addr_of_mut!((*value).size).write(size);
+        }
         live::object_created(Kind::Value);
         ptr
     }

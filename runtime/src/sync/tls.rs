@@ -31,6 +31,8 @@ pub(crate) struct Slots {
     /// This thread's entry as a thread outside the pool that queues tasks
     /// (`instance/threads/outside.rs`), null when it holds none.
     pub(crate) outside: Cell<*const ()>,
+    /// This thread's cached instance (`instance/cached.rs`).
+    pub(crate) cached_instance: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]

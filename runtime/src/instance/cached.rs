@@ -1,0 +1,118 @@
+//! The instance this thread (outside the pools) last queued on: saves the
+//! lock and a reference count per call. A closed gate refreshes it.
+//!
+//! Every `Execute` and `Await*` from outside the pools starts here, so the
+//! thread-local is reached through a slot of `sync/tls.rs` (one load),
+//! as the recycling caches are: through `thread_local!` alone, the access
+//! called `__tls_get_addr` (about 20 instructions) at every such call.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::instance::{current_instance, Instance};
+use crate::sync::tls;
+
+/// The cache itself; its drop clears the slot before the instance goes.
+struct Cached(RefCell<Option<Arc<Instance>>>);
+
+impl Drop for Cached {
+    fn drop(&mut self) {
+        tls::with(|slots| slots.cached_instance.set(std::ptr::null()));
+    }
+}
+
+thread_local! {
+    /// Owns this thread's cache; the `cached_instance` slot of `tls`
+    /// points to it while it lives.
+    static CACHED: Cached = const { Cached(RefCell::new(None)) };
+}
+
+/// Calls `f` with this thread's cache, or returns `None` once it is gone
+/// (thread exit).
+#[inline(always)]
+fn with_cache<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option<R> {
+    let ptr = tls::with(|slots| slots.cached_instance.get()).cast::<Cached>();
+    if ptr.is_null() {
+        return with_cache_slow(f);
+    }
+    // SAFETY: the slot points to `CACHED` of this thread, from its first
+    // use until the start of its drop, which clears the slot first; the
+    // borrow stays on this thread, within this call.
+    Some(f(unsafe { &(*ptr).0 }))
+}
+
+#[cold]
+#[inline(never)]
+fn with_cache_slow<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option<R> {
+    CACHED
+        .try_with(|cached| {
+            tls::with(|slots| slots.cached_instance.set((cached as *const Cached).cast()));
+            f(&cached.0)
+        })
+        .ok()
+}
+
+/// This thread's cached instance's address, for `threads/migration.rs`
+/// (never inlined: `sync/mutation.rs`, 7).
+#[cfg_attr(feature = "mutation-tls-inline", inline(always))]
+#[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]
+pub(crate) fn cached_instance_address() -> usize {
+    tls::fresh(CACHED.try_with(|cached| cached as *const _ as usize).unwrap_or(0))
+}
+
+/// Calls `f` with an instance whose gate this thread is inside: the one it
+/// used last, or else the current one.
+#[inline(always)]
+pub(super) fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
+    let mut f = Some(f);
+    let cached = with_cache(|cached| {
+        let mut cached = cached.borrow_mut();
+        loop {
+            let instance = cached.get_or_insert_with(current_instance);
+            if let Some(_inside) = instance.gate.enter() {
+                return (f.take().expect("called once"))(instance);
+            }
+            // Destroyed since: the next instance.
+            *cached = None;
+        }
+    });
+    match cached {
+        Some(result) => result,
+        // This thread's locals are gone (a call from a thread-local
+        // destructor, or from an exit handler after `exit` destroyed the
+        // caller's): the current instance, without the cache.
+        None => without_cache(f.take().expect("not called")),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn without_cache<R>(f: impl FnOnce(&Instance) -> R) -> R {
+    loop {
+        let instance = current_instance();
+        let inside = instance.gate.enter();
+        if inside.is_some() {
+            let result = f(&instance);
+            drop(inside);
+            return result;
+        }
+    }
+}
+
+/// Forgets the instance this thread used last (it was closed, or is being
+/// destroyed).
+pub(super) fn forget_cached() {
+    let old = with_cache(|cached| cached.borrow_mut().take());
+    // Dropped outside the borrow.
+    drop(old);
+}
+
+/// In a forked child: forgets the cached instance without touching it (its
+/// memory is the parent's copy).
+pub(super) fn forget_in_child() {
+    let _ = with_cache(|cached| {
+        if let Ok(mut cached) = cached.try_borrow_mut() {
+            std::mem::forget(cached.take());
+        }
+    });
+}
