@@ -59,20 +59,39 @@ thread_local! {
 
 #[inline]
 fn count(kind: Kind, delta: i64) {
-    let mut block = tls::with(|slots| slots.live.get()).cast::<Block>();
+    let block = tls::with(|slots| slots.live.get()).cast::<Block>();
     if block.is_null() {
-        block = LOCAL.try_with(|local| Arc::as_ptr(&local.0)).unwrap_or(std::ptr::null());
-        if block.is_null() {
-            // This thread's block is gone (an object freed by a
-            // thread-local destructor at thread exit): count it as retired.
-            let _blocks = BLOCKS.lock();
-            RETIRED[kind as usize].fetch_add(delta, Ordering::Relaxed);
-            return;
-        }
-        tls::with(|slots| slots.live.set(block.cast()));
+        return count_slow(kind, delta);
     }
     // SAFETY: the block is alive while `LOCAL` owns it, and `LOCAL`'s drop
     // clears the slot first.
+    unsafe { count_in(block, kind, delta) }
+}
+
+/// [`count`] before this thread's block is registered, or once it is gone.
+/// Out of line, so that the creation of every token and value does not
+/// carry it (nor save the registers it needs).
+#[cold]
+#[inline(never)]
+fn count_slow(kind: Kind, delta: i64) {
+    let block = LOCAL.try_with(|local| Arc::as_ptr(&local.0)).unwrap_or(std::ptr::null());
+    if block.is_null() {
+        // This thread's block is gone (an object freed by a
+        // thread-local destructor at thread exit): count it as retired.
+        let _blocks = BLOCKS.lock();
+        RETIRED[kind as usize].fetch_add(delta, Ordering::Relaxed);
+        return;
+    }
+    tls::with(|slots| slots.live.set(block.cast()));
+    // SAFETY: as in `count`: `LOCAL` owns the block.
+    unsafe { count_in(block, kind, delta) }
+}
+
+/// # Safety
+/// `block` is this thread's block, alive.
+#[inline(always)]
+unsafe fn count_in(block: *const Block, kind: Kind, delta: i64) {
+    // SAFETY: per the contract.
     let cell = unsafe { &(*block).0[kind as usize] };
     // Relaxed load and store: only this thread writes its block. A reader
     // after the runtime went idle sees the final values: the task's end
@@ -83,7 +102,15 @@ fn count(kind: Kind, delta: i64) {
 #[inline]
 pub(crate) fn object_created(kind: Kind) {
     count(kind, 1);
-    observe::object_created(kind, || live_objects().total());
+    observe::object_created(kind, live_total);
+}
+
+/// The objects alive now, for the counters (`MLIR_ASYNC_RUNTIME_STATS`):
+/// out of line, as the counters are off unless asked for.
+#[cold]
+#[inline(never)]
+fn live_total() -> i64 {
+    live_objects().total()
 }
 
 #[inline]

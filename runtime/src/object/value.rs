@@ -25,6 +25,11 @@ pub struct Value {
 
 object_basics!(Value, Kind::Value, produced);
 
+/// Where the payload starts: after the value's fields, aligned. The same
+/// for every size, so the payload's address needs no layout computation
+/// (`Value::layout` checks that it agrees).
+const PAYLOAD_OFFSET: usize = std::mem::size_of::<Value>().next_multiple_of(PAYLOAD_ALIGN);
+
 impl Value {
     fn layout(size: usize, call: &str) -> (Layout, usize) {
         let payload = Layout::from_size_align(size, PAYLOAD_ALIGN)
@@ -32,6 +37,7 @@ impl Value {
         let (layout, offset) = Layout::new::<Value>()
             .extend(payload)
             .unwrap_or_else(|_| abort_misuse(call, "value storage size too large"));
+        debug_assert_eq!(offset, PAYLOAD_OFFSET);
         (layout.pad_to_align(), offset)
     }
 
@@ -74,9 +80,8 @@ impl Value {
     /// The payload's address. The producer writes it before emplacing; the
     /// consumer reads it after awaiting (the completion orders the two).
     pub fn storage(&self) -> *mut u8 {
-        let (_, offset) = Value::layout(self.size, "mlirAsyncRuntimeGetValueStorage");
-        // SAFETY: the payload is part of this allocation, at `offset`.
-        unsafe { (self as *const Value as *mut u8).add(offset) }
+        // SAFETY: the payload is part of this allocation, at its offset.
+        unsafe { (self as *const Value as *mut u8).add(PAYLOAD_OFFSET) }
     }
 
     /// The header's free function.

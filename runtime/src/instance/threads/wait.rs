@@ -16,9 +16,13 @@ use crate::sync::thread::{self, Thread};
 use crate::sync::{AtomicBool, Ordering};
 
 /// How long a thread outside the runtime yields before it parks in a
-/// blocking wait (see `wait`; README.md, "How a thread waits").
+/// blocking wait (see `wait`; README.md, "How a thread waits"). A
+/// millisecond: the caller of a triangular loop waits 100-200 µs for the
+/// worker's big block after its own, and at 100 µs it parked and was woken
+/// through the kernel at each loop (the loop took 1.6x as long in 21
+/// interleaved runs, `bench/loops/triangular.mlir`, 2026-12-03).
 #[cfg(not(loom))]
-const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The backoff of a thread outside the runtime: timed, except under loom,
 /// whose models have no clock (every yield is a branch to explore, and a
