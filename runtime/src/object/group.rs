@@ -134,8 +134,12 @@ impl Group {
         // Relaxed: the flag only decides who adds the reference; the last
         // counter reads it after its Acquire decrement of `pending`, which
         // follows (through the token's completion, whose waiter list this
-        // add's Release CAS publishes to) every add that set it.
-        if !self.holds_self.swap(true, Ordering::Relaxed) {
+        // add's Release CAS publishes to) every add that set it. Loaded
+        // first: once set it stays set, so only the first adds of a group
+        // pay the swap, a locked instruction (22 a fine-grained loop of 23
+        // blocks before). A load that sees it set comes after a swap that
+        // set it, whose thread adds the reference.
+        if !self.holds_self.load(Ordering::Relaxed) && !self.holds_self.swap(true, Ordering::Relaxed) {
             self.header.add_ref(1, call);
         }
         let node = token.completion().new_node(GroupWaiter {
