@@ -155,6 +155,67 @@ fn waiter_task_blocks(rounds: usize) {
     println!("started here: {started_here} of {rounds}");
 }
 
+/// A task on the one worker makes a child ready (it goes to the worker's
+/// next-task slot) and then spins until the child ran, as a parallel
+/// loop's worker runs its big block after splitting off the last one. No
+/// other drainer can start (one worker, its permit held): this thread,
+/// waiting for the child, must take it from the slot. Prints how many
+/// children ran on this thread.
+fn slot_task_while_owner_busy(rounds: usize) {
+    let me = std::thread::current().id();
+    let mut here = 0;
+    for round in 0..rounds {
+        let started = Arc::new(AtomicBool::new(false));
+        let child_ran = Arc::new(AtomicBool::new(false));
+        let child_thread: Arc<Mutex<Option<ThreadId>>> = Arc::default();
+        let child_done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        // SAFETY: a second reference, the parent's (then the child's).
+        unsafe { mlirAsyncRuntimeAddRef(child_done.get().cast(), 1) };
+        let (set_started, ran, seen) = (Arc::clone(&started), Arc::clone(&child_ran), Arc::clone(&child_thread));
+        let parent = execute(move || {
+            set_started.store(true, Ordering::Release);
+            let set_ran = Arc::clone(&ran);
+            let (h, r) = task(move || {
+                *seen.lock().unwrap() = Some(std::thread::current().id());
+                set_ran.store(true, Ordering::Release);
+                // SAFETY: the reference the parent handed over.
+                unsafe {
+                    mlirAsyncRuntimeEmplaceToken(child_done.get());
+                    mlirAsyncRuntimeDropRef(child_done.get().cast(), 1);
+                }
+            });
+            mlirAsyncRuntimeExecute(h, r);
+            let start = Instant::now();
+            while !ran.load(Ordering::Acquire) {
+                if start.elapsed() > Duration::from_secs(2) {
+                    eprintln!("round {round}: the child waited in the busy worker's slot for 2 s");
+                    std::process::exit(HUNG);
+                }
+                std::hint::spin_loop();
+            }
+        });
+        // Spin, not await, until a worker took the parent: this thread
+        // would otherwise run it itself.
+        let start = Instant::now();
+        while !started.load(Ordering::Acquire) {
+            if start.elapsed() > Duration::from_secs(10) {
+                eprintln!("round {round}: no worker took the parent");
+                std::process::exit(HUNG);
+            }
+            std::hint::spin_loop();
+        }
+        await_token(child_done);
+        drop_token(child_done);
+        await_token(parent);
+        drop_token(parent);
+        if *child_thread.lock().unwrap() == Some(me) {
+            here += 1;
+        }
+    }
+    __mlir_execution_engine_destroy();
+    println!("children ran here: {here} of {rounds}");
+}
+
 /// This thread queues tasks and never waits for them: the destroy hook
 /// waits until every one ran.
 fn queue_then_destroy(n: usize) {
@@ -202,6 +263,7 @@ fn scenario_child() {
         "waiter-task-blocks" => waiter_task_blocks(100),
         "queue-then-destroy" => queue_then_destroy(10_000),
         "many-threads" => many_threads(100, 200),
+        "slot-task-while-owner-busy" => slot_task_while_owner_busy(200),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -263,4 +325,11 @@ fn tasks_queued_by_a_thread_that_never_waits_run_before_destroy_returns() {
 #[test]
 fn more_waiting_threads_than_entries_all_finish() {
     run_scenario("many-threads", &[]);
+}
+
+#[test]
+fn a_waiting_thread_takes_a_task_from_a_busy_workers_slot() {
+    let env = [("MLIR_ASYNC_RUNTIME_WORKERS", "1")];
+    let (here, all) = count_after(&run_scenario("slot-task-while-owner-busy", &env), "children ran here:");
+    assert_eq!((here, all), (200, 200), "a child ran elsewhere than on the thread that waited for it");
 }

@@ -254,6 +254,33 @@ impl Deques {
         (0..n).any(|slot| lock(&self.stealers[slot]).as_ref().is_some_and(|s| !s.is_empty()))
     }
 
+    /// True when a runtime thread's next-task slot holds a task (a hint).
+    pub(super) fn any_slot_task(&self) -> bool {
+        let n = self.high.load(Ordering::Relaxed);
+        self.slots[..n].iter().any(Slot::is_full)
+    }
+
+    /// Looks at the runtime threads' next-task slots for a thread outside
+    /// the pool that waits (`waiter.rs`), with an idle drainer's patience:
+    /// takes the first task that `patience` lets it take. (A parallel
+    /// loop's block that a worker split off before it ran its own big
+    /// block waits there until that block ends, while the caller, its own
+    /// blocks done, would only wait: a triangular loop's last block.)
+    pub(super) fn steal_from_slots_for_waiter(&self, patience: &mut SlotPatience) -> Option<Task> {
+        let n = self.high.load(Ordering::Relaxed);
+        let mut seen = SlotsSeen::default();
+        for slot in 0..n {
+            if let Some(task) = look_at_slot(&self.slots[slot], slot, patience, &mut seen) {
+                return Some(task);
+            }
+        }
+        if !seen.watched {
+            patience.watched = None;
+        }
+        patience.waiting = seen.waiting;
+        None
+    }
+
     /// Looks at the other threads' next-task slots (`me` is the caller's
     /// own): takes the first task that `patience` lets it take, and says
     /// whether a task it did not take is waiting in one

@@ -7,6 +7,7 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
+use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers;
 use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
@@ -90,6 +91,9 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
     // Whether the instance lets waiters run tasks (`WAITERS_RUN_TASKS`): if
     // not, the spin below does not enter its gate at every round to learn it.
     let mut runs_tasks = !on_runtime_thread && !cfg!(loom);
+    // How long a task has waited in a runtime thread's next-task slot, in
+    // this wait's rounds (`Scheduler::run_tasks_while_waiting`).
+    let mut patience = SlotPatience::default();
     if runs_tasks {
         loop {
             if let Some(outcome) = completion.state() {
@@ -101,7 +105,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
                 runs_tasks = scheduler.config().waiters_run_tasks;
-                ran = scheduler.run_tasks_while_waiting(|| completion.state().is_some());
+                ran = scheduler.run_tasks_while_waiting(|| completion.state().is_some(), &mut patience);
             });
             if ran == 0 {
                 break;
@@ -135,7 +139,7 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
         if runs_tasks {
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
-                ran = scheduler.run_tasks_while_waiting(|| node.done.load(Ordering::Acquire));
+                ran = scheduler.run_tasks_while_waiting(|| node.done.load(Ordering::Acquire), &mut patience);
             });
             if ran > 0 {
                 backoff = outside_backoff();

@@ -16,7 +16,10 @@
 
 use crossbeam_deque::Steal;
 
+use std::cell::RefCell;
+
 use crate::base::task::Task;
+use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers::WaiterBatch;
 use crate::instance::threads::{overflow, Scheduler};
 use crate::sync::Ordering;
@@ -25,9 +28,12 @@ impl Scheduler {
     /// Runs queued tasks on this thread's waiter fiber until `done` or
     /// until none is queued; returns how many ran. Does nothing when
     /// waiters do not run tasks (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`,
-    /// or task stacks off).
-    pub(super) fn run_tasks_while_waiting(&self, done: impl Fn() -> bool) -> usize {
-        if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter() {
+    /// or task stacks off). `patience` is the wait's, kept from one call
+    /// to the next, one call a round: how long a task in a runtime
+    /// thread's next-task slot has waited (`take_for_waiter`).
+    pub(super) fn run_tasks_while_waiting(&self, done: impl Fn() -> bool, patience: &mut SlotPatience) -> usize {
+        patience.next_round();
+        if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter(patience) {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
@@ -39,7 +45,8 @@ impl Scheduler {
             }
             // Counted once for the whole batch of tasks.
             let held = self.hold_for_waiter();
-            let next = || if done() { None } else { self.take_for_waiter() };
+            let patience = RefCell::new(&mut *patience);
+            let next = || if done() { None } else { self.take_for_waiter(&mut patience.borrow_mut()) };
             let batch = WaiterBatch::new(&next);
             // A task that switches out takes the fiber with it; the batch
             // goes on on a fresh one.
@@ -51,9 +58,13 @@ impl Scheduler {
 
     /// A cheap look, before the waiter counts itself in: may a task be
     /// queued for it? (One queued after this look is seen at the waiter's
-    /// next round.)
-    fn may_have_task_for_waiter(&self) -> bool {
-        !self.queue.is_empty() || self.has_own_outside_task() || self.deques.any_deque_task()
+    /// next round.) The slots only every few rounds, as an idle drainer
+    /// looks at them (`SlotPatience::looks_at_slots`).
+    fn may_have_task_for_waiter(&self, patience: &SlotPatience) -> bool {
+        !self.queue.is_empty()
+            || self.has_own_outside_task()
+            || self.deques.any_deque_task()
+            || (patience.looks_at_slots() && self.deques.any_slot_task())
     }
 
     /// Counts the calling thread in `waiter_tasks` until the guard drops:
@@ -71,8 +82,9 @@ impl Scheduler {
     /// oldest in the shared queue, else the oldest of a runtime thread's
     /// deque, as an idle drainer steals it (a parallel loop's blocks that a
     /// worker split off its part, which the caller would otherwise only
-    /// wait for).
-    fn take_for_waiter(&self) -> Option<Task> {
+    /// wait for), else a task that waited long enough in a runtime
+    /// thread's next-task slot, with an idle drainer's patience.
+    fn take_for_waiter(&self, patience: &mut SlotPatience) -> Option<Task> {
         if let Some(task) = self.take_own_outside() {
             return Some(task);
         }
@@ -83,7 +95,16 @@ impl Scheduler {
                 Steal::Retry => {}
             }
         }
-        self.deques.steal_one()
+        if let Some(task) = self.deques.steal_one() {
+            return Some(task);
+        }
+        if !patience.looks_at_slots() {
+            return None;
+        }
+        let task = self.deques.steal_from_slots_for_waiter(patience)?;
+        // The next task watched starts its patience over.
+        patience.reset();
+        Some(task)
     }
 }
 
