@@ -74,8 +74,9 @@ impl Runtime {
         RuntimeGuard { armed: true }
     }
 
-    /// The worker threads of the instance (started if none runs):
-    /// `MLIR_ASYNC_RUNTIME_WORKERS`, or the machine's parallelism.
+    /// How many tasks the instance runs at once (started if none runs):
+    /// `MLIR_ASYNC_RUNTIME_WORKERS`, or the machine's parallelism (its
+    /// workers, one fewer by default, and a thread that waits).
     pub fn workers(&self) -> usize {
         instance::start()
     }

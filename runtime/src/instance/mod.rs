@@ -332,12 +332,12 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
     }
 }
 
-/// Worker threads of the instance this thread belongs to, or of the
-/// current one (started if needed).
+/// How many tasks the instance this thread belongs to runs at once (or
+/// the current one's, started if needed): `Config::reported_workers`.
 pub(crate) fn num_workers() -> usize {
     match threads::current() {
-        Some(scheduler) => scheduler.config().workers,
-        None => current_instance().config().workers,
+        Some(scheduler) => scheduler.config().reported_workers,
+        None => current_instance().config().reported_workers,
     }
 }
 
@@ -355,7 +355,7 @@ fn running_instance() -> Option<Arc<Instance>> {
 /// Starts the current instance if none runs (what the first task would
 /// do); its worker count.
 pub(crate) fn start() -> usize {
-    current_instance().config().workers
+    current_instance().config().reported_workers
 }
 
 /// True while an instance runs (between its start and the destroy hook).

@@ -51,6 +51,7 @@ fn config() -> Config {
         task_stacks: false,
         waiters_run_tasks: false,
         task_stack_size: crate::instance::config::DEFAULT_TASK_STACK_SIZE,
+        reported_workers: 1,
     }
 }
 
