@@ -118,6 +118,18 @@ run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation
 # detached waiter list it does not see (the group adder's drop).
 run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "token freed while tasks still await it" -- \
     "${loom[@]}" --features mutation-drop-sole-relaxed --test loom_objects -- --exact add_token_against_completion_against_group_await
+# (12) the last drainer to leave declares the scheduler idle without
+# looking at the outside threads' entries; (13) a leaving drainer looks at
+# the queue and the entries without the fence after its leave; (14) a
+# producer looks at the lookers and permits without the fence after its
+# put: loom finds the task an outside thread queued stranded (issue 26).
+entries=instance::threads::loom_entries::a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken
+run 12-entry-no-recheck-loom mutation-entry-no-recheck caught "the task queued on the outside entry was stranded" -- \
+    "${loom[@]}" --features mutation-entry-no-recheck --lib -- --exact "$entries"
+run 13-leave-no-fence-loom mutation-leave-no-fence caught "the task queued on the outside entry was stranded" -- \
+    "${loom[@]}" --features mutation-leave-no-fence --lib -- --exact "$entries"
+run 14-push-no-fence-loom mutation-push-no-fence caught "the task queued on the outside entry was stranded" -- \
+    "${loom[@]}" --features mutation-push-no-fence --lib -- --exact "$entries"
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -70,3 +70,24 @@ pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxe
 /// their last decrement (loom: a completion's detached waiter list read
 /// as still attached).
 pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-relaxed");
+
+/// (12) The last drainer to leave declares the scheduler idle without
+/// looking at the outside threads' entries, so a task an outside thread
+/// queued while it saw that drainer's permit taken waits until its owner
+/// takes it: forever, when the owner does not wait for it
+/// (`instance/threads/lookout.rs`, `after_last_leave`).
+pub(crate) const ENTRY_NO_RECHECK: bool = cfg!(feature = "mutation-entry-no-recheck");
+
+/// (13) A drainer that left (or blocked, or failed to start) looks at the
+/// shared queue and the outside threads' entries without the `SeqCst`
+/// fence after its update of the drainers word
+/// (`instance/threads/drainers.rs`, `Drainers::after_leave`): its look may
+/// miss a task whose producer saw the permit still taken.
+pub(crate) const LEAVE_NO_FENCE: bool = cfg!(feature = "mutation-leave-no-fence");
+
+/// (14) A thread that put a task in its next-task slot or its outside
+/// entry looks at the lookers and the permits without the `SeqCst` fence
+/// after the put (`instance/threads/lookout.rs`, `Lookout::should_start`):
+/// it may see a drainer still looking, or a permit still taken, that is
+/// gone, while that drainer's look missed the put.
+pub(crate) const PUSH_NO_FENCE: bool = cfg!(feature = "mutation-push-no-fence");

@@ -141,8 +141,12 @@ impl Drainers {
     /// stranded, and idle waiters must hear of idleness.
     pub(super) fn after_leave(&self, after: Snapshot, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
         // The SeqCst update that returned `after` came first; see
-        // `after_push` for the other side.
-        fence(Ordering::SeqCst);
+        // `after_push` for the other side. The look at the outside
+        // threads' entries after an idle leave (`lookout::after_last_leave`)
+        // rests on this fence too.
+        if !mutation::LEAVE_NO_FENCE {
+            fence(Ordering::SeqCst);
+        }
         if !queue_is_empty() {
             match self.start_if_permit_free() {
                 Start::NotNeeded => AfterLeave::Nothing,

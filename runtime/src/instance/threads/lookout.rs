@@ -20,6 +20,12 @@
 //! without that drainer, and the permit it gave back (if it left). A drainer
 //! that looks for work never leaves while a slot holds a task: its last
 //! look takes it (`Scheduler::run_drainer`). loom model: `loom_slot.rs`.
+//!
+//! An outside thread's entry (`deques.rs`) may hold tasks while no drainer
+//! is alive, so the last drainer to leave looks at the entries too
+//! ([`after_last_leave`]): its `SeqCst` leave, a `SeqCst` fence, its look,
+//! against the producer's push, fence and look at the permits. loom model:
+//! `loom_entries.rs`.
 
 use crate::instance::threads::drainers::{Drainers, Start};
 use crate::sync::mutation;
@@ -61,8 +67,11 @@ impl Lookout {
     #[inline(always)]
     pub(super) fn should_start(&self, drainers: &Drainers) -> bool {
         // SeqCst fence: orders the put before the load of the count and
-        // the word; `after_looking` has the other side.
-        fence(Ordering::SeqCst);
+        // the word; `after_looking` and `after_last_leave` have the other
+        // side (mutation 14 takes it out).
+        if !mutation::PUSH_NO_FENCE {
+            fence(Ordering::SeqCst);
+        }
         // Relaxed: ordered by the fence. (The permits first: with every
         // permit taken, the usual case of a busy pool, that is one load.)
         drainers.permit_free() && self.looking.load(Ordering::Relaxed) == 0
@@ -85,4 +94,23 @@ impl Lookout {
             Start::NotNeeded
         }
     }
+}
+
+/// After the last drainer left (`AfterLeave::Idle`, returned by
+/// [`Drainers::after_leave`]): the drainer to start for a task that waits
+/// in an outside thread's entry (`any_outside_task`), or `None` when the
+/// scheduler is idle. The entry's owner may never take that task (it
+/// spins on memory, or waits in a condvar), and the lookers that a drainer
+/// over the lookout's cap left it to may have left since.
+pub(super) fn after_last_leave(drainers: &Drainers, any_outside_task: impl Fn() -> bool) -> Option<Start> {
+    if mutation::ENTRY_NO_RECHECK {
+        return None;
+    }
+    // No fence of its own: `Drainers::after_leave`'s `SeqCst` fence, after
+    // the leave's `SeqCst` update of the word, comes before this look. It
+    // pairs with the producer's push, fence and look at the permits
+    // (`Lookout::should_start`): either the producer sees the permit free
+    // and starts a drainer, or this look sees its task (mutation 13 takes
+    // that fence out; loom finds the task stranded).
+    any_outside_task().then(|| drainers.start_if_permit_free())
 }

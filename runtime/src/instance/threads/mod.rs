@@ -30,6 +30,8 @@ mod lookout;
 #[cfg(all(test, loom))]
 mod loom_drainers;
 #[cfg(all(test, loom))]
+mod loom_entries;
+#[cfg(all(test, loom))]
 mod loom_handoff;
 #[cfg(all(test, loom))]
 mod loom_idle;
@@ -69,7 +71,7 @@ use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -533,17 +535,10 @@ impl Scheduler {
             // holds a task; an outside thread's entry may (a drainer over
             // the lookout's cap leaves young outside tasks to the lookers,
             // which may have left since): a drainer for it, else idle.
-            AfterLeave::Idle => {
-                // SeqCst fence: orders this drainer's leave before its look
-                // at the entries, against a producer's push, fence and look
-                // at the permits (`lookout.rs`).
-                fence(Ordering::SeqCst);
-                if self.deques.any_outside_task() {
-                    self.start_drainer(self.drainers.start_if_permit_free());
-                } else {
-                    self.idle.notify();
-                }
-            }
+            AfterLeave::Idle => match lookout::after_last_leave(&self.drainers, || self.deques.any_outside_task()) {
+                Some(start) => self.start_drainer(start),
+                None => self.idle.notify(),
+            },
             // A task may wait in another thread's slot or deque, put there
             // after this drainer's last look.
             AfterLeave::Nothing => self.after_looking(),
