@@ -310,14 +310,20 @@ struct Execution {
     failure: Option<String>,
 }
 
+/// Every execution's counts, leaked (see `run_once`).
+static KEPT_COUNTS: std::sync::Mutex<Vec<&'static Counts>> = std::sync::Mutex::new(Vec::new());
+
 fn run_once(program: Program, prefix: &[usize]) -> Execution {
     let exec = Deterministic::start_with(
         Spec { seed: 0, policy: crate::instance::deterministic::spec::Policy::Random },
         config(),
         Strategy::scripted(prefix.to_vec()),
     );
-    // Leaked: a failed execution may leave a task that runs later.
+    // Leaked: a failed execution may leave a task that runs later. Kept
+    // reachable from a static, so that LeakSanitizer (`make
+    // sanitize-asan`) does not count it as lost.
     let counts: &'static Counts = Box::leak(Box::default());
+    KEPT_COUNTS.lock().unwrap_or_else(|e| e.into_inner()).push(counts);
     let (report, results) = mpsc::channel();
     {
         let exec = Arc::clone(&exec);
