@@ -85,7 +85,7 @@ sanitize-asan: toolchain ## the runtime's tests under AddressSanitizer (nightly)
 # uninstrumented synchronisation (docs/reliability.md explains each).
 sanitize-tsan: toolchain ## the runtime's tests under ThreadSanitizer (nightly)
 	RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer --cfg mlir_async_tsan" \
-	  TSAN_OPTIONS="suppressions=$(CURDIR)/runtime/tsan.supp" \
+	  TSAN_OPTIONS="suppressions=$(CURDIR)/runtime/tsan.supp:allocator_may_return_null=1" \
 	  CARGO_TARGET_DIR=$(CURDIR)/target/tsan \
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
