@@ -62,7 +62,7 @@ use crossbeam_deque::{Injector, Steal, Worker};
 use crate::base::task::{Route, Task};
 use crate::instance::config::Config;
 use crate::instance::threads::deques::{Deques, SlotPatience};
-use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
+use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::instance::threads::lookout::Lookout;
 use crate::instance::threads::slot::Slot;
 use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
@@ -486,7 +486,15 @@ impl Scheduler {
             Start::PoolJob => {
                 let this = self.as_ref();
                 let pool = lock(&self.pool);
-                let pool = pool.as_ref().expect("the pool lives until its threads are joined");
+                let Some(pool) = pool.as_ref() else {
+                    // The threads were joined: the scheduler was idle with
+                    // its gate closed, so no task waits or can come. This
+                    // start came from a stale look (a leaving drainer saw a
+                    // task in another's slot, which its owner ran before
+                    // the scheduler went idle): give the permit back.
+                    let _ = self.drainers.leave(DrainerKind::PoolJob, true);
+                    return;
+                };
                 // SAFETY: the scheduler outlives its pool's jobs.
                 pool.spawn(move || unsafe { this.get() }.run_drainer(None));
             }
