@@ -69,14 +69,11 @@ sanitize: sanitize-asan sanitize-tsan ## the runtime's tests under ASan and TSan
 
 # allocator_may_return_null: a failed allocation returns null, as malloc's
 # does, so the runtime's own report of it is what the misuse test sees.
-# detect_stack_use_after_return=0: ASan's fake stacks, one set for each task
-# stack a thread switches to, grew one accountable mapping by about 9 GB a
-# second in tests/lifecycle.rs's fork-during-destroy scenario, and once it
-# passed the machine's RAM every fork failed with ENOMEM (the kernel's
-# overcommit heuristic checks each mapping a fork copies): 3 runs of 6.
+# (tests/lifecycle.rs turns ASan's fake stacks off for the scenarios that
+# fork, and says why.)
 sanitize-asan: toolchain ## the runtime's tests under AddressSanitizer (nightly)
 	RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=$(CURDIR)/target/asan \
-	  ASAN_OPTIONS=allocator_may_return_null=1:detect_stack_use_after_return=0 \
+	  ASAN_OPTIONS=allocator_may_return_null=1 \
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
 
