@@ -6,14 +6,14 @@
  * instructions went there). An initial-exec variable is one load from the
  * thread pointer. Stable Rust cannot ask for that model, so this file
  * defines one block of slots and returns its address; src/sync/tls.rs gives the
- * slots names. The block is small (56 bytes): glibc serves initial-exec
+ * slots names. The block is small (64 bytes): glibc serves initial-exec
  * variables of libraries loaded with dlopen from a reserved surplus of the
  * static TLS area (over 1 KiB by default).
  */
 #include <stddef.h>
 
 struct mlir_async_runtime_tls {
-    void *slots[7];
+    void *slots[8];
 };
 
 /* Hidden, not static: on x86-64, src/sync/tls.rs reads its address inline

@@ -1,6 +1,8 @@
 //! A thread outside the pool that waits in a blocking `Await*` runs queued
-//! tasks meanwhile (threads/README.md, "A waiting thread runs tasks"): the
-//! tasks it queued itself, newest first, each on a task stack.
+//! tasks meanwhile (threads/README.md, "A waiting thread runs its
+//! producers"): by default the tasks it queued itself that produce what it
+//! awaits, oldest first; with `MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any`,
+//! any task, newest first; each on a task stack.
 //!
 //! Each scenario runs in a child process with two workers, so that a hang
 //! is killed and reported instead of stalling the suite.
@@ -270,8 +272,7 @@ fn scenario_child() {
 }
 
 fn run_scenario(name: &str, env: &[(&str, &str)]) -> String {
-    // Waiters run tasks only when asked to (off by default for now).
-    let mut all = vec![(SCENARIO_ENV, name), ("MLIR_ASYNC_RUNTIME_WORKERS", "2"), ("MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS", "1")];
+    let mut all = vec![(SCENARIO_ENV, name), ("MLIR_ASYNC_RUNTIME_WORKERS", "2")];
     all.extend_from_slice(env);
     let run = run_child("scenario_child", &all, Duration::from_secs(120));
     assert!(run.succeeded(), "{name} {env:?}: {}", run.describe());
@@ -308,9 +309,12 @@ fn a_task_queued_by_a_thread_that_spins_instead_of_awaiting_runs() {
     run_scenario("queue-then-spin", &[]);
 }
 
+/// The waiter waits for `other`, which the blocking task does not produce:
+/// only a waiter that runs any task runs it.
 #[test]
 fn a_task_that_blocks_on_a_waiter_switches_out_and_finishes() {
-    let (started_here, rounds) = count_after(&run_scenario("waiter-task-blocks", &[]), "started here:");
+    let env = [("MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS", "any")];
+    let (started_here, rounds) = count_after(&run_scenario("waiter-task-blocks", &env), "started here:");
     // A worker takes the task instead when it has waited 5 µs in the
     // waiter's entry (a loaded machine preempts the waiter that long): the
     // rounds the waiter ran are the ones that test its switch out.
@@ -327,9 +331,10 @@ fn more_waiting_threads_than_entries_all_finish() {
     run_scenario("many-threads", &[]);
 }
 
+/// Only a waiter that runs any task takes one from a worker's slot.
 #[test]
 fn a_waiting_thread_takes_a_task_from_a_busy_workers_slot() {
-    let env = [("MLIR_ASYNC_RUNTIME_WORKERS", "1")];
+    let env = [("MLIR_ASYNC_RUNTIME_WORKERS", "1"), ("MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS", "any")];
     let (here, all) = count_after(&run_scenario("slot-task-while-owner-busy", &env), "children ran here:");
     assert_eq!((here, all), (200, 200), "a child ran elsewhere than on the thread that waited for it");
 }

@@ -65,12 +65,18 @@ unsafe fn checked_header(obj: *mut c_void, call: &str) -> *mut Header {
 
 #[no_mangle]
 pub extern "C" fn mlirAsyncRuntimeCreateToken() -> *mut Token {
-    Token::create().as_ptr()
+    let token = Token::create();
+    // SAFETY: a fresh token, ours until returned.
+    instance::object_created(unsafe { token.as_ref() }.completion(), true);
+    token.as_ptr()
 }
 
 #[no_mangle]
 pub extern "C" fn mlirAsyncRuntimeCreateValue(size: i64) -> *mut Value {
-    Value::create(size, "mlirAsyncRuntimeCreateValue").as_ptr()
+    let value = Value::create(size, "mlirAsyncRuntimeCreateValue");
+    // SAFETY: a fresh value, ours until returned.
+    instance::object_created(unsafe { value.as_ref() }.completion(), false);
+    value.as_ptr()
 }
 
 #[no_mangle]
@@ -85,6 +91,7 @@ pub unsafe extern "C" fn mlirAsyncRuntimeAddTokenToGroup(token: *mut Token, grou
     const CALL: &str = "mlirAsyncRuntimeAddTokenToGroup";
     // SAFETY: checked pointers, kept alive by the caller's references.
     let (token, group) = unsafe { (Token::from_abi(token, CALL), Group::from_abi(group, CALL)) };
+    instance::token_added_to_group(token.completion(), group.completion());
     group.add_token(token, CALL)
 }
 

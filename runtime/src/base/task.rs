@@ -58,6 +58,12 @@ impl Task {
         Task { handle, resume_and_origin: unsafe { NonZeroUsize::new_unchecked(word) } }
     }
 
+    /// The coroutine's handle: the same at every resumption of one
+    /// coroutine (`instance/threads/binding.rs` binds objects to it).
+    pub(crate) fn handle(&self) -> *mut c_void {
+        self.handle
+    }
+
     pub(crate) fn origin(&self) -> Origin {
         Origin::from_bits(self.resume_and_origin.get() >> ORIGIN_SHIFT)
     }

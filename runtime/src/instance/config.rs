@@ -23,10 +23,33 @@ pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALI
 /// its thread, which a spare thread replaces (threads/README.md).
 pub(crate) const TASK_STACKS_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACKS";
 
-/// Environment variable that keeps a thread waiting in an `Await*` outside
-/// the pool from running queued tasks (`0`: every task runs on the pool;
-/// on by default; threads/README.md, "A waiting thread runs tasks").
+/// Environment variable that chooses which queued tasks a thread waiting
+/// in an `Await*` outside the pool runs ([`WaiterRuns`]; threads/README.md,
+/// "A waiting thread runs its producers").
 pub(crate) const WAITERS_RUN_TASKS_ENV: &str = "MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS";
+
+/// Which queued tasks a thread waiting in an `Await*` outside the pool (the
+/// program's main thread, an embedder's) runs on task stacks meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaiterRuns {
+    /// None: every task runs on the pool (`=0`; always with task stacks
+    /// off, where a task that blocked would block the waiter under it).
+    Nothing,
+    /// The default (`=1`, or unset): only the tasks it waits for, those
+    /// that produce the awaited token or value or a token of the awaited
+    /// group (`threads/binding.rs`). Anything such a task needs from the
+    /// caller would deadlock the C++ runtime as well, so running it on the
+    /// caller adds no hang; every other task runs on the pool.
+    Producers,
+    /// The opt-in `=any`: any queued task, its own first, then the queue's,
+    /// then other threads' (the policy before issue 39). Faster on some
+    /// shapes, and not a drop-in: a task that takes a lock the caller holds
+    /// deadlocks, one that waits for a signal the caller gives after its
+    /// await holds the await up until it gives up, an unrelated long task
+    /// delays the await by its whole run, and the task sees the caller's
+    /// thread-locals (threads/README.md lists the hazards).
+    Any,
+}
 
 /// Environment variable that sets the size of a task's stack, in bytes
 /// (default [`DEFAULT_TASK_STACK_SIZE`]): a task that overflows its stack
@@ -54,7 +77,10 @@ pub(super) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
-    /// Tasks that run in parallel: the rayon pool's size.
+    /// Tasks that run in parallel: the rayon pool's size, and what
+    /// `mlirAsyncRuntimGetNumWorkerThreads` reports (a parallel loop may
+    /// split its work by it): the threads that run tasks when nobody
+    /// waits.
     pub(crate) workers: usize,
     /// Threads at most, workers included.
     pub(crate) max_threads: usize,
@@ -65,33 +91,20 @@ pub(crate) struct Config {
     pub(crate) task_stacks: bool,
     /// The size of a task's stack, in bytes.
     pub(crate) task_stack_size: usize,
-    /// A thread waiting in an `Await*` outside the pool runs queued tasks
-    /// on task stacks (with task stacks on; off with
-    /// `MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`).
-    pub(crate) waiters_run_tasks: bool,
-    /// How many tasks run at once, what `mlirAsyncRuntimGetNumWorkerThreads`
-    /// reports (a parallel loop may split its work by it): the workers
-    /// `MLIR_ASYNC_RUNTIME_WORKERS` asks for; by default the machine's
-    /// parallelism, the workers and the waiting thread that runs tasks
-    /// besides them ([`default_workers`]).
-    pub(crate) reported_workers: usize,
+    /// Which queued tasks a thread waiting in an `Await*` outside the pool
+    /// runs on task stacks (always [`WaiterRuns::Nothing`] with task stacks
+    /// off).
+    pub(crate) waiters_run: WaiterRuns,
 }
 
 /// The workers when `MLIR_ASYNC_RUNTIME_WORKERS` does not say: one a core,
-/// less the core of the thread that waits when waiters run tasks (the
-/// program's main thread awaiting its tasks runs them too), as TBB's
-/// default arena has one worker less than the machine's threads for its
-/// master thread; at least one. A worker a core besides the waiter put
-/// three busy threads on two cores: 1 worker against 2 on 2 cores (11
-/// interleaved runs, 2026-12-03 21:40), fan-out 1.42x, value-pipeline
-/// 1.12x, parallel-for 1.06x, compute 1.05x, triangular 1.03x faster,
-/// fine-grained 0.90x (bench/README.md, "Current tables").
-fn default_workers(parallelism: usize, waiters_run_tasks: bool) -> usize {
-    if waiters_run_tasks {
-        parallelism.saturating_sub(1).max(1)
-    } else {
-        parallelism.max(1)
-    }
+/// as the C++ runtime's pool has. A waiting thread runs only the tasks it
+/// waits for, so it does not stand in for a worker: with one worker fewer,
+/// as many tasks as `mlirAsyncRuntimGetNumWorkerThreads` reports that meet
+/// at a barrier while the caller polls memory never all run
+/// (`runtime/tests/drop_in.rs`).
+fn default_workers(parallelism: usize) -> usize {
+    parallelism.max(1)
 }
 
 impl Config {
@@ -100,27 +113,24 @@ impl Config {
     pub(super) fn from_env() -> Config {
         let task_stacks =
             switch(TASK_STACKS_ENV, std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
-        // On unless turned off (`=0`, for an embedder whose waiting thread
-        // must return within a wake-up of its object: the waiter's lag is
-        // at most one task's run, threads/README.md). A waiter runs a task
-        // on a task stack only: on its own, a task that blocked there would
-        // block the waiter under it.
-        let waiters_run_tasks = task_stacks
-            && switch(WAITERS_RUN_TASKS_ENV, std::env::var(WAITERS_RUN_TASKS_ENV).ok().as_deref(), &mut |line| warn(line));
+        // A waiter runs a task on a task stack only: on its own, a task
+        // that blocked there would block the waiter under it.
+        let waiters_run = if task_stacks {
+            waiters_run(std::env::var(WAITERS_RUN_TASKS_ENV).ok().as_deref(), &mut |line| warn(line))
+        } else {
+            WaiterRuns::Nothing
+        };
         let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut config = Config::from_values(
             std::env::var(WORKERS_ENV).ok().as_deref(),
             std::env::var(MAX_THREADS_ENV).ok().as_deref(),
-            default_workers(parallelism, waiters_run_tasks),
+            default_workers(parallelism),
             &mut |line| warn(line),
         );
         config.spare_keep_alive =
             spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
         config.task_stacks = task_stacks;
-        config.waiters_run_tasks = waiters_run_tasks;
-        if std::env::var_os(WORKERS_ENV).is_none() {
-            config.reported_workers = parallelism.clamp(config.workers, config.max_threads.max(config.workers));
-        }
+        config.waiters_run = waiters_run;
         config.task_stack_size =
             task_stack_size(std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(), &mut |line| warn(line));
         config
@@ -170,8 +180,7 @@ impl Config {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
-            waiters_run_tasks: true,
-            reported_workers: count,
+            waiters_run: WaiterRuns::Producers,
         }
     }
 
@@ -195,6 +204,25 @@ fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration 
                 DEFAULT_SPARE_KEEP_ALIVE.as_millis()
             ));
             DEFAULT_SPARE_KEEP_ALIVE
+        }
+    }
+}
+
+/// The waiters' policy from `text`: `0`, `off` or `false` run nothing; `1`,
+/// `on`, `true`, `producers` or unset the producers of what they await;
+/// `any` any task; with one warning line if it is malformed.
+fn waiters_run(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> WaiterRuns {
+    match text.map(str::trim) {
+        Some("any") => WaiterRuns::Any,
+        Some("producers") => WaiterRuns::Producers,
+        text => {
+            if switch(WAITERS_RUN_TASKS_ENV, text, &mut |line| {
+                warn(&line.replace("expected 0 or 1; it stays on", "expected 0, 1, producers or any; using producers"))
+            }) {
+                WaiterRuns::Producers
+            } else {
+                WaiterRuns::Nothing
+            }
         }
     }
 }
@@ -254,19 +282,32 @@ mod tests {
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: DEFAULT_TASK_STACK_SIZE,
-            waiters_run_tasks: true,
-            reported_workers: 2,
+            waiters_run: WaiterRuns::Producers,
         };
         assert_eq!(config(None, None), (expected, vec![]));
     }
 
     #[test]
-    fn a_waiting_thread_takes_a_cores_worker_place_by_default() {
-        assert_eq!(default_workers(2, true), 1);
-        assert_eq!(default_workers(8, true), 7);
-        assert_eq!(default_workers(1, true), 1);
-        assert_eq!(default_workers(2, false), 2);
-        assert_eq!(default_workers(1, false), 1);
+    fn one_worker_a_core_by_default() {
+        assert_eq!(default_workers(2), 2);
+        assert_eq!(default_workers(8), 8);
+        assert_eq!(default_workers(0), 1);
+    }
+
+    #[test]
+    fn reads_the_waiters_policy() {
+        let mut lines = Vec::new();
+        let mut warn = |l: &str| lines.push(l.to_string());
+        assert_eq!(waiters_run(None, &mut warn), WaiterRuns::Producers);
+        assert_eq!(waiters_run(Some("1"), &mut warn), WaiterRuns::Producers);
+        assert_eq!(waiters_run(Some(" producers "), &mut warn), WaiterRuns::Producers);
+        assert_eq!(waiters_run(Some("0"), &mut warn), WaiterRuns::Nothing);
+        assert_eq!(waiters_run(Some("off"), &mut warn), WaiterRuns::Nothing);
+        assert_eq!(waiters_run(Some("any"), &mut warn), WaiterRuns::Any);
+        assert!(lines.is_empty(), "{lines:?}");
+        assert_eq!(waiters_run(Some("all"), &mut |l| lines.push(l.to_string())), WaiterRuns::Producers);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("producers or any"), "{lines:?}");
     }
 
     #[test]

@@ -332,12 +332,31 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
     }
 }
 
+/// A token (`token`) or value that the caller of the ABI created: on a
+/// thread outside the pool, bound to the task it queues next
+/// (`threads/binding.rs`), so that its waits may run that task.
+#[inline(always)]
+pub(crate) fn object_created(object: &Completion, token: bool) {
+    if !threads::on_runtime_thread() {
+        threads::binding::created(object, token);
+    }
+}
+
+/// `AddTokenToGroup(token, group)`: on a thread outside the pool, the task
+/// bound to the token produces a token of the group.
+#[inline(always)]
+pub(crate) fn token_added_to_group(token: &Completion, group: &Completion) {
+    if !threads::on_runtime_thread() {
+        threads::binding::added_to_group(token, group);
+    }
+}
+
 /// How many tasks the instance this thread belongs to runs at once (or
-/// the current one's, started if needed): `Config::reported_workers`.
+/// the current one's, started if needed): `Config::workers`.
 pub(crate) fn num_workers() -> usize {
     match threads::current() {
-        Some(scheduler) => scheduler.config().reported_workers,
-        None => current_instance().config().reported_workers,
+        Some(scheduler) => scheduler.config().workers,
+        None => current_instance().config().workers,
     }
 }
 
@@ -355,7 +374,7 @@ fn running_instance() -> Option<Arc<Instance>> {
 /// Starts the current instance if none runs (what the first task would
 /// do); its worker count.
 pub(crate) fn start() -> usize {
-    current_instance().config().reported_workers
+    current_instance().config().workers
 }
 
 /// True while an instance runs (between its start and the destroy hook).

@@ -13,6 +13,7 @@
 //! exercises.
 
 pub(crate) mod backoff;
+pub(crate) mod fenv;
 pub(crate) mod misuse;
 pub(crate) mod mutation;
 pub(crate) mod spawn;

@@ -33,6 +33,9 @@ pub(crate) struct Slots {
     pub(crate) outside: Cell<*const ()>,
     /// This thread's cached instance (`instance/cached.rs`).
     pub(crate) cached_instance: Cell<*const ()>,
+    /// Which of the tasks this thread queued produce which objects
+    /// (`instance/threads/binding.rs`).
+    pub(crate) binder: Cell<*const ()>,
 }
 
 #[cfg(not(target_arch = "x86_64"))]

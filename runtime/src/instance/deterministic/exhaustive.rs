@@ -49,9 +49,8 @@ fn config() -> Config {
         max_threads: 2,
         spare_keep_alive: Duration::from_secs(1),
         task_stacks: false,
-        waiters_run_tasks: false,
+        waiters_run: crate::instance::config::WaiterRuns::Nothing,
         task_stack_size: crate::instance::config::DEFAULT_TASK_STACK_SIZE,
-        reported_workers: 1,
     }
 }
 

@@ -153,6 +153,17 @@ impl Deques {
         worker.push(task);
     }
 
+    /// The outside thread holding `entry` took one of its tasks to run:
+    /// thieves give the others their patience anew, as to a fresh fill. A
+    /// thread that awaits its tasks one by one runs each itself (a task
+    /// queued long ago but awaited next is not left to a thief because it
+    /// is old).
+    pub(super) fn restart_outside_patience(&self, entry: usize) {
+        // Relaxed: a hint, as in `push_outside`; only the owner writes it.
+        let fills = &self.outside_fills[entry].count;
+        fills.store(fills.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
     /// Since when thieves see the tasks of `entry`'s current fill: now, if
     /// this thief is the first to look at that fill.
     fn outside_seen_since(&self, entry: usize, now: u64) -> u64 {
@@ -175,14 +186,15 @@ impl Deques {
     }
 
     /// Takes a free outside entry for the calling thread, with a fresh
-    /// deque; `None` when all are held.
-    pub(super) fn hold_outside(&self) -> Option<(usize, Worker<Task>)> {
+    /// deque (its owner takes the oldest task first if `fifo`, else the
+    /// newest); `None` when all are held.
+    pub(super) fn hold_outside(&self, fifo: bool) -> Option<(usize, Worker<Task>)> {
         let entry = (0..OUTSIDE_ENTRIES).find(|&e| {
             // Acquire: the entry's last holder left its slot empty and its
             // deque's stealer unregistered before its Release below.
             self.outside_held[e].compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
         })?;
-        let worker = Worker::new_lifo();
+        let worker = if fifo { Worker::new_fifo() } else { Worker::new_lifo() };
         *lock(&self.outside_stealers[entry]) = Some(worker.stealer());
         // Relaxed: a bound for thieves, as `high`.
         self.outside_high.fetch_max(entry + 1, Ordering::Relaxed);

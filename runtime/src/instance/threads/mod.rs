@@ -19,6 +19,7 @@
 //!   unboundedly many threads, nor grow the stack; threads are capped
 //!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
 
+pub(crate) mod binding;
 mod blocked;
 pub(super) mod deques;
 mod drain_loop;
@@ -68,6 +69,7 @@ use crate::instance::threads::slot::Slot;
 use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
 use crate::probe::fuzz;
 use crate::probe::observe;
+use crate::sync::fenv::PoolEnv;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
@@ -123,6 +125,9 @@ pub(crate) struct Scheduler {
     /// not finished it (`waiter.rs`): while any has, the scheduler is not
     /// idle.
     waiter_tasks: AtomicUsize,
+    /// The floating-point environment the pool's threads started with,
+    /// which the tasks a waiting thread runs get too (`waiter.rs`).
+    pool_env: PoolEnv,
     /// This scheduler, for the outside threads' entries, which keep it.
     me: std::sync::Weak<Scheduler>,
 }
@@ -287,6 +292,8 @@ impl Scheduler {
         // their own, the queue's first steals on the creating thread did
         // this by chance.
         let _ = Worker::<()>::new_lifo().stealer().steal();
+        // The pool's threads inherit this thread's environment.
+        let pool_env = PoolEnv::capture();
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -316,6 +323,7 @@ impl Scheduler {
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
             waiter_tasks: AtomicUsize::new(0),
+            pool_env,
             me: me.clone(),
         })
     }

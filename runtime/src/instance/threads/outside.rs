@@ -24,9 +24,12 @@ use std::sync::Arc;
 use crossbeam_deque::Worker;
 
 use crate::base::task::Task;
+use crate::instance::config::WaiterRuns;
+use crate::instance::threads::binding;
 use crate::instance::threads::deques::OUTSIDE_ENTRIES;
 use crate::instance::threads::fibers::WaiterFiber;
 use crate::instance::threads::Scheduler;
+use crate::object::completion::Completion;
 use crate::probe::observe;
 use crate::sync::tls;
 
@@ -47,6 +50,11 @@ struct OutsideEntry {
     scheduler: Arc<Scheduler>,
     entry: usize,
     worker: Worker<Task>,
+    /// The owner pops the deque's oldest task first
+    /// (`WaiterRuns::Producers`: a waiter looks for its producers from the
+    /// oldest task on, and the older ones it passes go to the pool in
+    /// their order), else its newest.
+    fifo: bool,
 }
 
 thread_local! {
@@ -94,8 +102,12 @@ impl Drop for OutsideEntry {
         let moving = self.scheduler.hold_for_waiter();
         // Newest first: the slot's task, then the deque's.
         let mut left: Vec<Task> = slot.take_own().into_iter().collect();
+        let from_deque = left.len();
         while let Some(task) = self.worker.pop() {
             left.push(task);
+        }
+        if self.fifo {
+            left[from_deque..].reverse();
         }
         self.scheduler.deques.let_go_outside(self.entry);
         if !left.is_empty() && !self.scheduler.takes_tasks() {
@@ -128,8 +140,10 @@ impl Scheduler {
     /// Queues a task made ready on a thread outside the pool: in that
     /// thread's entry when waiters run tasks, else in the shared queue.
     pub(crate) fn push_from_outside(&self, task: Task) {
-        if !self.config.waiters_run_tasks {
-            return self.push(task);
+        match self.config.waiters_run {
+            WaiterRuns::Nothing => return self.push(task),
+            WaiterRuns::Producers => binding::pushed(&task),
+            WaiterRuns::Any => {}
         }
         let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
             return self.push(task);
@@ -160,6 +174,9 @@ impl Scheduler {
     /// task's go to the drainer's slot (`Scheduler::push_local`); the
     /// slot's older task goes to the deque.
     pub(crate) fn push_from_waiter(&self, task: Task) {
+        if self.config.waiters_run == WaiterRuns::Producers {
+            binding::pushed(&task);
+        }
         // A waiter without an entry (all were held) runs shared tasks.
         let Some(entry) = entry_on(self) else {
             return self.push(task);
@@ -188,8 +205,10 @@ impl Scheduler {
         // Dropped outside the borrow: its drop queues its tasks and ends
         // its fiber.
         drop(old);
-        let (index, worker) = self.deques.hold_outside()?;
-        let entry = Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker });
+        let fifo = self.config.waiters_run == WaiterRuns::Producers;
+        let (index, worker) = self.deques.hold_outside(fifo)?;
+        let entry =
+            Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker, fifo });
         let ptr: *const OutsideEntry = &*entry;
         let held = ENTRY.try_with(|slot| match slot.try_borrow_mut() {
             Ok(mut slot) if slot.is_none() => {
@@ -235,8 +254,27 @@ impl Scheduler {
             .is_some_and(|entry| self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
     }
 
+    /// The oldest task this thread queued in its entry here that produces
+    /// `awaited`, if any (`waiter.rs`): thieves give the others their
+    /// patience anew. Tasks before it go to the shared queue.
+    pub(super) fn take_own_producer(&self, awaited: &Completion) -> Option<Task> {
+        let entry = entry_on(self)?;
+        let slot = self.deques.outside_slot(entry.entry);
+        loop {
+            let task = slot.take_own().or_else(|| entry.worker.pop())?;
+            if binding::produces(&task, awaited) {
+                self.deques.restart_outside_patience(entry.entry);
+                return Some(task);
+            }
+            // Not one: the pool runs it, in its order, as the C++
+            // runtime's pool would.
+            self.push(task);
+        }
+    }
+
     /// The newest task this thread queued in its entry here, if any: its
-    /// slot's, else its deque's newest.
+    /// slot's, else its deque's newest (its oldest with
+    /// `WaiterRuns::Producers`).
     pub(super) fn take_own_outside(&self) -> Option<Task> {
         let entry = entry_on(self)?;
         self.deques.outside_slot(entry.entry).take_own().or_else(|| entry.worker.pop())

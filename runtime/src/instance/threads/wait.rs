@@ -7,6 +7,8 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
+use crate::instance::config::WaiterRuns;
+use crate::instance::threads::binding;
 use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers;
 use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
@@ -80,10 +82,16 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
         return fibers::switch_out_until(fiber, fiber.scheduler(), completion);
     }
     let on_runtime_thread = threads::current().is_some();
-    // A thread outside the pool runs queued tasks while its object is not
-    // ready, each on a task stack (README.md, "A waiting thread runs
-    // tasks"): first without registering as a waiter, which the usual
-    // case (it ran the task it waits for) does not need.
+    if !on_runtime_thread {
+        // Objects this thread created before it waits are not those of the
+        // next task it queues (`binding.rs`).
+        binding::waiting();
+    }
+    // A thread outside the pool runs the queued tasks that produce its
+    // object while it is not ready, each on a task stack (README.md, "A
+    // waiting thread runs its producers"): first without registering as a
+    // waiter, which the usual case (it ran the task it waits for) does
+    // not need.
     let observed = observe::wait_started();
     // (Not in the loom models: there a task runs at once where it is made
     // ready, `instance::make_ready`, and a look at the queue per spin round
@@ -104,8 +112,8 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
             }
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
-                runs_tasks = scheduler.config().waiters_run_tasks;
-                ran = scheduler.run_tasks_while_waiting(|| completion.state().is_some(), &mut patience);
+                runs_tasks = scheduler.config().waiters_run != WaiterRuns::Nothing;
+                ran = scheduler.run_tasks_while_waiting(completion, || completion.state().is_some(), &mut patience);
             });
             if ran == 0 {
                 break;
@@ -139,7 +147,11 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
         if runs_tasks {
             let mut ran = 0;
             with_scheduler(&mut |scheduler| {
-                ran = scheduler.run_tasks_while_waiting(|| node.done.load(Ordering::Acquire), &mut patience);
+                ran = scheduler.run_tasks_while_waiting(
+                    completion,
+                    || node.done.load(Ordering::Acquire),
+                    &mut patience,
+                );
             });
             if ran > 0 {
                 backoff = outside_backoff();

@@ -1,13 +1,22 @@
 //! A thread that waits in a blocking `Await*` outside the pool (the
-//! program's main thread, an embedder's thread) runs queued tasks while its
-//! object is not ready, each on a task stack (README.md beside this file,
-//! "A waiting thread runs tasks").
+//! program's main thread, an embedder's thread) runs, while its object is
+//! not ready, the queued tasks that produce it, each on a task stack
+//! (README.md beside this file, "A waiting thread runs its producers").
 //!
-//! The waiter takes tasks from the queue, oldest first, as a drainer does,
-//! and runs each on its fiber ([`WaiterFiber`]): a task that blocks in an
+//! By default ([`WaiterRuns::Producers`]) the waiter takes from its own
+//! entry, oldest first, the tasks bound to the awaited token or value or
+//! to a token of the awaited group (`binding.rs`); an older task that is
+//! not one goes to the shared queue, where the pool runs it, as the C++
+//! runtime runs every task. With `WaiterRuns::Any` (an opt-in) it takes
+//! any task: its entry's newest, then the queue's oldest, then other
+//! threads' deques and slots.
+//!
+//! It runs each on its fiber ([`WaiterFiber`]): a task that blocks in an
 //! `Await*` switches out with that fiber and goes on later on whichever
 //! thread takes it up; the waiter goes on with a fresh fiber. Once its
-//! object is ready, the waiter finishes the task it runs and returns.
+//! object is ready, the waiter finishes the task it runs and returns. The
+//! tasks run with the floating-point environment of a pool thread, and the
+//! waiter gets its own back after them.
 //!
 //! While it holds a task, the scheduler is not idle: `waiter_tasks` counts
 //! the waiters between their take and the end of their task, and
@@ -19,21 +28,35 @@ use crossbeam_deque::Steal;
 use std::cell::RefCell;
 
 use crate::base::task::Task;
+use crate::instance::config::WaiterRuns;
 use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers::WaiterBatch;
 use crate::instance::threads::{overflow, Scheduler};
+use crate::object::completion::Completion;
 use crate::sync::Ordering;
 
 impl Scheduler {
-    /// Runs queued tasks on this thread's waiter fiber until `done` or
-    /// until none is queued; returns how many ran. Does nothing when
-    /// waiters do not run tasks (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`,
-    /// or task stacks off). `patience` is the wait's, kept from one call
-    /// to the next, one call a round: how long a task in a runtime
-    /// thread's next-task slot has waited (`take_for_waiter`).
-    pub(super) fn run_tasks_while_waiting(&self, done: impl Fn() -> bool, patience: &mut SlotPatience) -> usize {
+    /// Runs queued tasks that the waiters' policy lets this thread run
+    /// while it waits for `awaited` (the producers of it, by default) on
+    /// its waiter fiber, until `done` or until none is queued; returns how
+    /// many ran. Does nothing when waiters run nothing
+    /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
+    /// `patience` is the wait's, kept from one call to the next, one call
+    /// a round: how long a task in a runtime thread's next-task slot has
+    /// waited (`take_for_waiter`, `WaiterRuns::Any` only).
+    pub(super) fn run_tasks_while_waiting(
+        &self,
+        awaited: &Completion,
+        done: impl Fn() -> bool,
+        patience: &mut SlotPatience,
+    ) -> usize {
         patience.next_round();
-        if !self.config.waiters_run_tasks || !self.may_have_task_for_waiter(patience) {
+        let any = match self.config.waiters_run {
+            WaiterRuns::Nothing => return 0,
+            WaiterRuns::Producers => false,
+            WaiterRuns::Any => true,
+        };
+        if !(if any { self.may_have_task_for_waiter(patience) } else { self.has_own_outside_task() }) {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
@@ -45,12 +68,24 @@ impl Scheduler {
             }
             // Counted once for the whole batch of tasks.
             let held = self.hold_for_waiter();
+            // The batch's tasks start with a pool thread's floating-point
+            // environment; the waiter's comes back after them.
+            let env = self.pool_env.enter();
             let patience = RefCell::new(&mut *patience);
-            let next = || if done() { None } else { self.take_for_waiter(&mut patience.borrow_mut()) };
+            let next = || {
+                if done() {
+                    None
+                } else if any {
+                    self.take_for_waiter(&mut patience.borrow_mut())
+                } else {
+                    self.take_own_producer(awaited)
+                }
+            };
             let batch = WaiterBatch::new(&next);
             // A task that switches out takes the fiber with it; the batch
             // goes on on a fresh one.
             while !fiber.run(&batch) && !done() && fiber.ready(self) {}
+            drop(env);
             drop(held);
             batch.ran()
         })
