@@ -153,17 +153,6 @@ impl Deques {
         worker.push(task);
     }
 
-    /// The outside thread holding `entry` took one of its tasks to run:
-    /// thieves give the others their patience anew, as to a fresh fill. A
-    /// thread that awaits its tasks one by one runs each itself (a task
-    /// queued long ago but awaited next is not left to a thief because it
-    /// is old).
-    pub(super) fn restart_outside_patience(&self, entry: usize) {
-        // Relaxed: a hint, as in `push_outside`; only the owner writes it.
-        let fills = &self.outside_fills[entry].count;
-        fills.store(fills.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-    }
-
     /// Since when thieves see the tasks of `entry`'s current fill: now, if
     /// this thief is the first to look at that fill.
     fn outside_seen_since(&self, entry: usize, now: u64) -> u64 {
