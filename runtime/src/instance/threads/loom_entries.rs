@@ -1,5 +1,5 @@
 //! loom models of an outside thread's entry (README.md beside this file,
-//! "A waiting thread runs tasks", "No lost task"): a task that a thread
+//! "A waiting thread runs its producers", "No lost task"): a task that a thread
 //! outside the pool queued on its entry is taken even when its owner never
 //! takes it back (it spins on memory, or waits in a condvar), on the real
 //! [`Drainers`], [`Lookout`] and [`after_last_leave`]. The glue is the
