@@ -308,6 +308,8 @@ pub(super) fn on_worker_thread() -> bool {
 /// forked child, where that executor's lock may be held by a thread that
 /// does not exist).
 pub(super) fn forget_thread_registration() {
+    // The child is no worker of an executor (`in_task`).
+    let _ = WORKER.try_with(|worker| worker.set(false));
     let _ = REGISTERED.try_with(|r| {
         if let Ok(mut r) = r.try_borrow_mut() {
             std::mem::forget(r.take());

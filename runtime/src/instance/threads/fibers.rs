@@ -173,6 +173,13 @@ pub(super) fn current_stack_bounds() -> Option<(usize, usize)> {
     (!ptr.is_null()).then(|| unsafe { ((*ptr).limit, (*ptr).size) })
 }
 
+/// In a forked child: this thread runs on no fiber of a scheduler here
+/// (the fiber it ran on, if any, belongs to the parent's scheduler, whose
+/// threads do not exist in the child).
+pub(super) fn forget_in_child() {
+    set_current(std::ptr::null());
+}
+
 #[inline(never)]
 fn set_current(context: *const FiberContext) {
     tls::with(|slots| slots.fiber.set(context.cast()));
