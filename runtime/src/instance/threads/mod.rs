@@ -60,12 +60,12 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::Config;
+use crate::instance::config::{platform_stack_size, Config};
 use crate::instance::threads::deques::{Deques, SlotPatience};
 use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::instance::threads::lookout::Lookout;
 use crate::instance::threads::slot::Slot;
-use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
+use crate::instance::threads::spares::{NotStarted, SpareThread, Spares};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::misuse::{abort_misuse, warn};
@@ -313,7 +313,9 @@ impl Scheduler {
             .num_threads(config.workers)
             .spawn_handler(move |thread| {
                 let handle = crate::sync::spawn::spawn(
-                    std::thread::Builder::new().name(format!("mlir-async-{}", thread.index())).stack_size(STACK_SIZE),
+                    std::thread::Builder::new()
+                        .name(format!("mlir-async-{}", thread.index()))
+                        .stack_size(platform_stack_size()),
                     move || thread.run(),
                 )?;
                 lock(&handles).push(handle);
