@@ -131,7 +131,7 @@ pub(super) struct FiberContext {
     yielder: *const Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>,
     /// The scheduler whose tasks run on this fiber.
     scheduler: SchedulerRef,
-    /// The lowest address of the fiber's stack (its guard page), and the
+    /// The lowest address of the fiber's stack (its guard's), and the
     /// stack's usable size: what the overflow handler reads.
     limit: usize,
     size: usize,
