@@ -10,21 +10,29 @@
 //!   the fix, from the waiting main thread's task stack, it hung: the exit
 //!   handler ran the destroy hook, whose gate waited for the entry this
 //!   same thread holds (killed after the limit, 3 of 3). The C++ runtime
-//!   (LLVM 19.1.7) hangs at exit from a pool task as well (issue 39,
-//!   shape 6); ours must exit with the status.
+//!   (Debian's LLVM 19, dlopen'ed by a C program: `exit(7)` in a task
+//!   queued by `mlirAsyncRuntimeExecute` while main awaits its token)
+//!   hangs at exit from a pool task (killed after 10 s, 2026-12-06; issue
+//!   39, shape 6); ours must exit with the status.
 //! - The destroy hook called from a task is misuse: one line on stderr
 //!   naming the call, then SIGABRT. Before the fix, from the waiting main
 //!   thread's task stack, it was a Rust panic inside an `extern "C"`
 //!   function ("already borrowed", a `RefCell` of `instance/cached.rs`):
 //!   a panic message, a backtrace hint, "panic in a function that cannot
-//!   unwind" and an abort. `Runtime::shutdown` from a task is refused with
+//!   unwind" and an abort; from the pool and a spare it was already one
+//!   line (now worded "called from inside a task"). The C++ runtime's
+//!   destroy hook called from a pool task hangs (killed after 10 s, the
+//!   same C program). `Runtime::shutdown` from a task is refused with
 //!   `ShutdownError::OnRuntimeThread` (a Rust API has an error to return):
 //!   before the fix, the same panic from the waiting thread's task stack.
 //! - `fork` from a task: the child is not bound to the parent's scheduler
 //!   (whose threads do not exist there): it can queue a task, await it and
 //!   call the destroy hook. Before the fix, on a task stack (the pool's or
 //!   the waiting thread's), the child's task went to the parent's
-//!   scheduler and its await never returned.
+//!   scheduler: a SIGSEGV in the child forked on a pool thread, the
+//!   cache's `RefCell` panic in the one forked on the waiting thread. In
+//!   the C++ runtime a child forked from a pool task hangs in its first
+//!   await (its pool's threads are not in the child; SIGALRM after 5 s).
 //!
 //! Each case runs in a child process (this test binary again, the case in
 //! an environment variable), as in `misuse.rs` and `lifecycle.rs`.

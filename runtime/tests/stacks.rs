@@ -9,10 +9,12 @@
 //!   stack with the overflow line ("a task overflowed its stack of 8388608
 //!   bytes"), with task stacks off with std's stack-overflow report on the
 //!   worker thread (SIGABRT), both fixed at 8 MiB. The C++ runtime's pool
-//!   threads are glibc's, sized by the limit: the recursion completes there
-//!   (issue 39, shape 8).
+//!   threads are glibc's, sized by the limit: the same recursion, in C, in
+//!   a task of Debian's LLVM 19 runtime completes under `ulimit -s 65536`
+//!   (2026-12-06).
 //! - Under the usual 8 MiB the same recursion still overflows its task
-//!   stack, with the one-line overflow message and SIGABRT.
+//!   stack, with the one-line overflow message and SIGABRT (the C++
+//!   runtime: a bare SIGSEGV).
 //! - A write nearly 1 MiB below a task's stack (a frame without stack
 //!   probes that skipped one page) lands in the guard: the overflow line.
 //! - A SIGSEGV handler the program installed before the runtime started
