@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(stack_size_for_limit(Some((3 << 20) + 1), 64 << 10), (3 << 20) + (64 << 10));
         // The process's own limit, as `ulimit -s` shows it.
         let size = platform_stack_size();
-        assert!(size >= MIN_STACK_SIZE && size % page == 0, "{size}");
+        assert!(size >= MIN_STACK_SIZE && size.is_multiple_of(page), "{size}");
     }
 
     #[test]

@@ -273,6 +273,6 @@ mod tests {
     fn the_alternate_stack_holds_more_than_the_system_asks_for() {
         let size = alt_stack_size();
         assert!(size >= (64 << 10).max(libc::SIGSTKSZ), "{size}");
-        assert!(size >= MIN_ALT_STACK_SIZE && size % page_size() == 0, "{size}");
+        assert!(size >= MIN_ALT_STACK_SIZE && size.is_multiple_of(page_size()), "{size}");
     }
 }
