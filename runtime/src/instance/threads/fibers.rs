@@ -164,8 +164,9 @@ pub(super) fn current() -> Option<&'static FiberContext> {
     (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
-/// The stack of the fiber this thread runs on now: its lowest address (the
-/// guard page's) and its usable size. Async-signal-safe (one load of an
+/// The stack of the fiber this thread runs on now: its lowest address (its
+/// guard's, `stacks::GUARD_SIZE` bytes below the usable part) and its
+/// usable size. Async-signal-safe (one load of an
 /// initial-exec thread-local, and of the context on the fiber's stack).
 pub(super) fn current_stack_bounds() -> Option<(usize, usize)> {
     let ptr = tls::with(|slots| slots.fiber.get()).cast::<FiberContext>();

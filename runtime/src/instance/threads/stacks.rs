@@ -58,7 +58,7 @@ pub(crate) const GUARD_SIZE: usize = 1 << 20;
 /// tasks switched out); a thread's own stack is counted, which is what a
 /// runtime with a thread per blocked task paid.
 pub(crate) struct TaskStack {
-    /// The mapping's lowest address (the guard page's).
+    /// The mapping's lowest address (the guard's).
     start: usize,
     len: usize,
     /// Lets Valgrind (callgrind: `make bench-instr`) follow the switches.
