@@ -162,7 +162,7 @@ static FORK_STATUS: AtomicI32 = AtomicI32::new(-1);
 /// calls the destroy hook; the parent's task waits for it.
 fn fork_and_use_in_child() {
     // SAFETY: the child calls only the runtime (whose fork handlers reset
-    // it) and async-signal-safe functions before `_exit`.
+    // it) and async-signal-safe functions before `exit`.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -170,8 +170,12 @@ fn fork_and_use_in_child() {
         unsafe { libc::alarm(20) };
         common::execute_and_await();
         __mlir_execution_engine_destroy();
-        // SAFETY: ends the child without the parent's exit handlers.
-        unsafe { libc::_exit(0) };
+        // A second instance, left to the teardown at exit: `exit` (not
+        // `_exit`) runs it, and this thread's thread-local destructors,
+        // over the parent's state that the fork handlers forgot.
+        common::execute_and_await();
+        // SAFETY: ends the child.
+        unsafe { libc::exit(0) };
     }
     let status = common::wait_child(pid, Duration::from_secs(30)).unwrap_or(-2);
     FORK_STATUS.store(status, Ordering::SeqCst);
