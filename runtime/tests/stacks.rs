@@ -17,6 +17,9 @@
 //!   runtime: a bare SIGSEGV).
 //! - A write nearly 1 MiB below a task's stack (a frame without stack
 //!   probes that skipped one page) lands in the guard: the overflow line.
+//! - A thread waiting outside the pool with no alternate signal stack
+//!   gets one of at least 256 KiB before it runs a task; one it has is
+//!   kept.
 //! - A SIGSEGV handler the program installed before the runtime started
 //!   runs for a fault that is not a task stack's overflow: on the main
 //!   thread after a waiting batch, and inside a task on a task stack. (It
@@ -134,6 +137,58 @@ fn mapping_start(address: usize) -> usize {
 /// stack probes does when the stack is nearly full.
 const SKIP: usize = (1 << 20) - (8 << 10);
 
+/// Queues tasks and awaits each until one ran on this (the main) thread
+/// while it waited: a waiting batch on its task stack, for which the
+/// runtime prepared the thread (`overflow.rs`, `prepare_thread`). Exits
+/// with 60 if none did.
+fn run_a_task_on_the_waiting_thread() {
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    static MAIN: AtomicI32 = AtomicI32::new(0);
+    static RAN: AtomicBool = AtomicBool::new(false);
+    // SAFETY: no preconditions.
+    MAIN.store(unsafe { libc::gettid() }, Ordering::SeqCst);
+    for _ in 0..200 {
+        let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let (h, r) = common::task(move || {
+            // SAFETY: no preconditions.
+            if unsafe { libc::gettid() } == MAIN.load(Ordering::SeqCst) {
+                RAN.store(true, Ordering::SeqCst);
+            }
+            // SAFETY: the producer's reference.
+            unsafe { mlirAsyncRuntimeEmplaceToken(token.get()) };
+        });
+        mlirAsyncRuntimeExecute(h, r);
+        // SAFETY: our reference.
+        unsafe {
+            mlirAsyncRuntimeAwaitToken(token.get());
+            mlirAsyncRuntimeDropRef(token.get().cast(), 1);
+        }
+        if RAN.load(Ordering::SeqCst) {
+            return;
+        }
+    }
+    std::process::exit(60);
+}
+
+/// This thread's alternate signal stack.
+fn alt_stack() -> libc::stack_t {
+    // SAFETY: reads this thread's alternate stack.
+    unsafe {
+        let mut current: libc::stack_t = std::mem::zeroed();
+        assert_eq!(libc::sigaltstack(std::ptr::null(), &mut current), 0);
+        current
+    }
+}
+
+/// Sets this thread's alternate signal stack to `stack` (null: none).
+fn set_alt_stack(stack: *mut libc::c_void, size: usize) {
+    let flags = if stack.is_null() { libc::SS_DISABLE } else { 0 };
+    let new = libc::stack_t { ss_sp: stack, ss_flags: flags, ss_size: size };
+    // SAFETY: `stack` is null or a live mapping of `size` bytes that this
+    // thread keeps until the process ends.
+    assert_eq!(unsafe { libc::sigaltstack(&new, std::ptr::null_mut()) }, 0);
+}
+
 #[test]
 fn stacks_child() {
     let Ok(case) = std::env::var(CASE_ENV) else { return };
@@ -165,6 +220,39 @@ fn stacks_child() {
             mlirAsyncRuntimeExecute(h, r);
             // SAFETY: our reference.
             unsafe { mlirAsyncRuntimeAwaitToken(token.get()) };
+        }
+        "alt-stack-given" => {
+            // As on a C program's main thread: no alternate stack (std
+            // gave the test's thread one).
+            set_alt_stack(std::ptr::null_mut(), 0);
+            run_a_task_on_the_waiting_thread();
+            let given = alt_stack();
+            println!("alternate stack: flags {:#x}, {} bytes", given.ss_flags, given.ss_size);
+            if given.ss_flags & libc::SS_DISABLE != 0 || given.ss_size < 256 << 10 {
+                std::process::exit(62);
+            }
+        }
+        "alt-stack-kept" => {
+            let size = 96 << 10;
+            // SAFETY: a fresh anonymous mapping, kept for the process.
+            let own = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(own, libc::MAP_FAILED);
+            set_alt_stack(own, size);
+            run_a_task_on_the_waiting_thread();
+            let kept = alt_stack();
+            if kept.ss_sp != own || kept.ss_size != size {
+                println!("alternate stack replaced: {:?}, {} bytes", kept.ss_sp, kept.ss_size);
+                std::process::exit(63);
+            }
         }
         "fault-in-task" => {
             install_embedder_handler();
@@ -287,6 +375,23 @@ fn a_frame_without_probes_that_skips_a_page_lands_in_the_guard() {
         "expected SIGABRT after exactly {line:?}, got {}",
         run.describe()
     );
+}
+
+/// A thread with no alternate signal stack (a C program's main thread)
+/// gets one of at least 256 KiB before it runs a task on a task stack
+/// while it waits; one it has already is kept. (Before the fix: 64 KiB,
+/// "alternate stack: flags 0x0, 65536 bytes"; the kept one was kept
+/// already.)
+#[test]
+fn a_waiting_thread_gets_a_large_alternate_stack_unless_it_has_one() {
+    let mut failures = Vec::new();
+    for case in ["alt-stack-given", "alt-stack-kept"] {
+        let run = run_case(case, 8 * MIB, &[]);
+        if !run.succeeded() {
+            failures.push(format!("{case}: {}", run.describe()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]
