@@ -194,6 +194,21 @@ fn stacks_child() {
     let Ok(case) = std::env::var(CASE_ENV) else { return };
     match case.as_str() {
         "recurse" => recurse_in_a_task(),
+        "fault-default" => {
+            // SAFETY: the default action for SIGSEGV, as in a C program.
+            unsafe { libc::signal(libc::SIGSEGV, libc::SIG_DFL) };
+            run_a_task_on_the_waiting_thread();
+            // SAFETY: reads the current action.
+            let installed = unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(libc::SIGSEGV, std::ptr::null(), &mut action);
+                action.sa_sigaction != libc::SIG_DFL
+            };
+            if !installed {
+                std::process::exit(61);
+            }
+            fault();
+        }
         "fault-outside" => {
             install_embedder_handler();
             for _ in 0..10 {
@@ -392,6 +407,16 @@ fn a_waiting_thread_gets_a_large_alternate_stack_unless_it_has_one() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// With no handler before ours (`SIG_DFL`, a C program), a plain fault
+/// still kills the process with SIGSEGV: ours restores the default and
+/// the fault repeats into it.
+#[test]
+fn a_plain_fault_without_a_handler_before_ours_is_a_sigsegv() {
+    let run = run_case("fault-default", 8 * MIB, &[]);
+    assert_eq!(run.status.and_then(|s| s.signal()), Some(libc::SIGSEGV), "{}", run.describe());
+    assert!(lines(&run).is_empty(), "{}", run.describe());
 }
 
 #[test]

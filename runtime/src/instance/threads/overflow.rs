@@ -11,7 +11,8 @@
 //! - **Chaining.** Any other fault goes to the handler that was installed
 //!   before ours (saved when ours is installed, once per process): called
 //!   as the kernel would call it (three arguments if it asked for
-//!   `SA_SIGINFO`, one otherwise, with its `sa_mask` blocked meanwhile);
+//!   `SA_SIGINFO`, one otherwise, with its `sa_mask` blocked meanwhile,
+//!   the default restored first if it was `SA_RESETHAND`);
 //!   with none (`SIG_DFL`), or an ignored fault signal (`SIG_IGN`, which
 //!   the kernel does not honour for a fault either), the default action is
 //!   restored and the handler returns, so the faulting instruction faults
@@ -222,6 +223,11 @@ fn chain(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_
     if target == libc::SIG_DFL || target == libc::SIG_IGN {
         restore_default(signal);
         return;
+    }
+    if previous.sa_flags & libc::SA_RESETHAND != 0 {
+        // A one-shot handler: the kernel would have restored the default
+        // as it delivered the signal.
+        restore_default(signal);
     }
     // SAFETY: calls the previous handler as the kernel would have, with
     // the same arguments (a three-argument one if it asked for siginfo)
