@@ -168,7 +168,7 @@ const CASES: &[(&str, &str, fn())] = &[
     ),
     (
         "destroy-from-a-worker",
-        "mlir_async_runtime: __mlir_execution_engine_destroy: called from a worker thread",
+        "mlir_async_runtime: __mlir_execution_engine_destroy: called from inside a task",
         || {
             let (handle, resume) = common::task(|| __mlir_execution_engine_destroy());
             mlirAsyncRuntimeExecute(handle, resume);

@@ -102,7 +102,7 @@ impl Runtime {
     /// Objects are process-wide: a handle still held anywhere in the
     /// program counts as a leak here.
     pub fn shutdown(self) -> Result<(), ShutdownError> {
-        if instance::on_runtime_thread() {
+        if instance::in_task() {
             return Err(ShutdownError::OnRuntimeThread);
         }
         instance::destroy("Runtime::shutdown");
@@ -141,7 +141,7 @@ impl Drop for RuntimeGuard {
             return;
         }
         if let Err(ShutdownError::OnRuntimeThread) = (Runtime { _view: () }).shutdown() {
-            crate::sync::misuse::warn("RuntimeGuard dropped on a runtime thread: not shut down");
+            crate::sync::misuse::warn("RuntimeGuard dropped inside a task: not shut down");
         }
     }
 }
@@ -157,8 +157,9 @@ pub struct Leaks {
 /// Why [`Runtime::shutdown`] failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShutdownError {
-    /// Called from a task: a runtime thread cannot wait for its own pool.
-    /// Nothing was done.
+    /// Called from inside a task, on any thread (a runtime thread, or the
+    /// task stack of a thread that waits outside the pool): the shutdown
+    /// would wait for that task. Nothing was done.
     OnRuntimeThread,
     /// The runtime shut down, but objects are still alive: references
     /// that compiled code or a handle never dropped.
@@ -168,7 +169,7 @@ pub enum ShutdownError {
 impl fmt::Display for ShutdownError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ShutdownError::OnRuntimeThread => f.write_str("the runtime cannot be shut down from one of its own threads"),
+            ShutdownError::OnRuntimeThread => f.write_str("the runtime cannot be shut down from inside one of its tasks"),
             ShutdownError::Leaked(l) => write!(
                 f,
                 "still alive after shutdown: {} token(s), {} value(s), {} group(s)",

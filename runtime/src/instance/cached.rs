@@ -36,8 +36,10 @@ fn with_cache<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option
         return with_cache_slow(f);
     }
     // SAFETY: the slot points to `CACHED` of this thread, from its first
-    // use until the start of its drop, which clears the slot first; the
-    // borrow stays on this thread, within this call.
+    // use until the start of its drop, which clears the slot first (or, in
+    // a child forked from a waiting thread's task, to a leaked cache that
+    // never goes: `forget_in_child`); the borrow stays on this thread,
+    // within this call.
     Some(f(unsafe { &(*ptr).0 }))
 }
 
@@ -109,10 +111,24 @@ pub(super) fn forget_cached() {
 
 /// In a forked child: forgets the cached instance without touching it (its
 /// memory is the parent's copy).
+///
+/// A fork from a task that this thread runs while it waits outside the
+/// pool finds the cache borrowed: [`with_entered_instance`] holds the
+/// borrow across the wait's run of tasks, in a frame of the parent's wait
+/// that the child does not return to. The child's thread then goes on with
+/// a fresh cache, leaked (one small allocation per such fork): the
+/// borrowed one still holds the parent's instance, dropped (a count only:
+/// the forgotten current slot keeps it) when the thread exits.
 pub(super) fn forget_in_child() {
-    let _ = with_cache(|cached| {
-        if let Ok(mut cached) = cached.try_borrow_mut() {
+    let borrowed = with_cache(|cached| match cached.try_borrow_mut() {
+        Ok(mut cached) => {
             std::mem::forget(cached.take());
+            false
         }
+        Err(_) => true,
     });
+    if borrowed == Some(true) {
+        let fresh: &'static Cached = Box::leak(Box::new(Cached(RefCell::new(None))));
+        tls::with(|slots| slots.cached_instance.set((fresh as *const Cached).cast()));
+    }
 }

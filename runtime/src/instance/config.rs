@@ -52,17 +52,48 @@ pub(crate) enum WaiterRuns {
 }
 
 /// Environment variable that sets the size of a task's stack, in bytes
-/// (default [`DEFAULT_TASK_STACK_SIZE`]): a task that overflows its stack
-/// dies with one line naming it.
+/// (default [`platform_stack_size`]): a task that overflows its stack dies
+/// with one line naming it.
 pub(crate) const TASK_STACK_SIZE_ENV: &str = "MLIR_ASYNC_RUNTIME_TASK_STACK_SIZE";
 
-/// A task's stack: as large as a runtime thread's, so no program that ran
-/// on the threads overflows on a task stack. Reserved, with a guard page,
-/// and committed by the kernel only where touched.
-pub const DEFAULT_TASK_STACK_SIZE: usize = 8 << 20;
+/// A stack when `RLIMIT_STACK` sets none (unlimited, or unreadable): the
+/// main thread's usual 8 MiB, what glibc's threads get then too on most
+/// distributions' default limit.
+pub(crate) const UNLIMITED_STACK_SIZE: usize = 8 << 20;
 
-/// The smallest task stack accepted (a value below is raised to it).
-const MIN_TASK_STACK_SIZE: usize = 64 << 10;
+/// The smallest stack: a task's (a smaller `MLIR_ASYNC_RUNTIME_TASK_STACK_SIZE`
+/// is raised to it), and the smallest default taken from `RLIMIT_STACK`.
+const MIN_STACK_SIZE: usize = 64 << 10;
+
+/// The default size of a new stack, task stack or runtime thread, as glibc
+/// sizes a new thread's (`pthread_create` without a size): the soft
+/// `RLIMIT_STACK` (what `ulimit -s` sets), rounded up to the page size, at
+/// least [`MIN_STACK_SIZE`]; [`UNLIMITED_STACK_SIZE`] when the limit is
+/// unlimited or cannot be read. So a program that runs under `ulimit -s
+/// 65536` gets 64 MiB stacks for its tasks, as the C++ runtime's pool
+/// threads (glibc's) do. Reserved, not committed: a stack costs address
+/// space, and memory only where a task touched it. Read when an instance
+/// starts (its task stacks) and when a runtime thread starts.
+pub(crate) fn platform_stack_size() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: writes the limit into `limit`, a live local.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0;
+    let soft = (read && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    stack_size_for_limit(soft, usize::try_from(page).unwrap_or(4096).max(1))
+}
+
+/// [`platform_stack_size`] for a soft limit of `soft` bytes (`None`:
+/// unlimited or unreadable) and pages of `page` bytes.
+fn stack_size_for_limit(soft: Option<u64>, page: usize) -> usize {
+    let Some(soft) = soft else {
+        return UNLIMITED_STACK_SIZE;
+    };
+    // A limit beyond the address space (a 32-bit host) is as good as none.
+    let size = usize::try_from(soft).unwrap_or(UNLIMITED_STACK_SIZE).max(MIN_STACK_SIZE);
+    size.checked_next_multiple_of(page).unwrap_or(UNLIMITED_STACK_SIZE)
+}
 
 /// The default keep-alive of an idle spare thread.
 pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -131,8 +162,11 @@ impl Config {
             spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
         config.task_stacks = task_stacks;
         config.waiters_run = waiters_run;
-        config.task_stack_size =
-            task_stack_size(std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(), &mut |line| warn(line));
+        config.task_stack_size = task_stack_size(
+            std::env::var(TASK_STACK_SIZE_ENV).ok().as_deref(),
+            platform_stack_size(),
+            &mut |line| warn(line),
+        );
         config
     }
 
@@ -179,7 +213,7 @@ impl Config {
             max_threads: max,
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
-            task_stack_size: DEFAULT_TASK_STACK_SIZE,
+            task_stack_size: UNLIMITED_STACK_SIZE,
             waiters_run: WaiterRuns::Producers,
         }
     }
@@ -241,25 +275,21 @@ fn switch(name: &str, text: Option<&str>, warn: &mut dyn FnMut(&str)) -> bool {
     }
 }
 
-/// A task stack's size from `text` (bytes), with one warning line if it is
-/// malformed or below the smallest accepted.
-fn task_stack_size(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> usize {
+/// A task stack's size from `text` (bytes), else `default`, with one
+/// warning line if it is malformed or below the smallest accepted.
+fn task_stack_size(text: Option<&str>, default: usize, warn: &mut dyn FnMut(&str)) -> usize {
     let Some(text) = text else {
-        return DEFAULT_TASK_STACK_SIZE;
+        return default;
     };
     match text.trim().parse::<usize>() {
-        Ok(n) if n >= MIN_TASK_STACK_SIZE => n,
+        Ok(n) if n >= MIN_STACK_SIZE => n,
         Ok(n) => {
-            warn(&format!(
-                "{TASK_STACK_SIZE_ENV}={n} is below {MIN_TASK_STACK_SIZE} bytes; using {MIN_TASK_STACK_SIZE}"
-            ));
-            MIN_TASK_STACK_SIZE
+            warn(&format!("{TASK_STACK_SIZE_ENV}={n} is below {MIN_STACK_SIZE} bytes; using {MIN_STACK_SIZE}"));
+            MIN_STACK_SIZE
         }
         Err(_) => {
-            warn(&format!(
-                "ignoring {TASK_STACK_SIZE_ENV}={text:?}: expected a size in bytes; using {DEFAULT_TASK_STACK_SIZE}"
-            ));
-            DEFAULT_TASK_STACK_SIZE
+            warn(&format!("ignoring {TASK_STACK_SIZE_ENV}={text:?}: expected a size in bytes; using {default}"));
+            default
         }
     }
 }
@@ -281,7 +311,7 @@ mod tests {
             max_threads: DEFAULT_MAX_THREADS,
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
-            task_stack_size: DEFAULT_TASK_STACK_SIZE,
+            task_stack_size: UNLIMITED_STACK_SIZE,
             waiters_run: WaiterRuns::Producers,
         };
         assert_eq!(config(None, None), (expected, vec![]));
@@ -353,14 +383,31 @@ mod tests {
         assert!(switch(TASK_STACKS_ENV, Some(" 1 "), &mut warn));
         assert!(switch(WAITERS_RUN_TASKS_ENV, None, &mut warn));
         assert!(!switch(WAITERS_RUN_TASKS_ENV, Some("0"), &mut warn));
-        assert_eq!(task_stack_size(None, &mut warn), DEFAULT_TASK_STACK_SIZE);
-        assert_eq!(task_stack_size(Some("1048576"), &mut warn), 1 << 20);
+        let default = 3 << 20;
+        assert_eq!(task_stack_size(None, default, &mut warn), default);
+        assert_eq!(task_stack_size(Some("1048576"), default, &mut warn), 1 << 20);
         assert!(lines.is_empty(), "{lines:?}");
         assert!(switch(TASK_STACKS_ENV, Some("maybe"), &mut |l| lines.push(l.to_string())));
-        assert_eq!(task_stack_size(Some("12"), &mut |l| lines.push(l.to_string())), MIN_TASK_STACK_SIZE);
-        assert_eq!(task_stack_size(Some("big"), &mut |l| lines.push(l.to_string())), DEFAULT_TASK_STACK_SIZE);
+        assert_eq!(task_stack_size(Some("12"), default, &mut |l| lines.push(l.to_string())), MIN_STACK_SIZE);
+        assert_eq!(task_stack_size(Some("big"), default, &mut |l| lines.push(l.to_string())), default);
         assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(lines.iter().all(|l| l.contains("MLIR_ASYNC_RUNTIME_TASK_STACK")), "{lines:?}");
+    }
+
+    #[test]
+    fn stacks_follow_the_soft_stack_limit_as_glibc_threads_do() {
+        let page = 4096;
+        assert_eq!(stack_size_for_limit(None, page), UNLIMITED_STACK_SIZE);
+        assert_eq!(stack_size_for_limit(Some(64 << 20), page), 64 << 20);
+        assert_eq!(stack_size_for_limit(Some(8 << 20), page), 8 << 20);
+        // Rounded up to the page; never below the smallest stack.
+        assert_eq!(stack_size_for_limit(Some((1 << 20) + 1), page), (1 << 20) + page);
+        assert_eq!(stack_size_for_limit(Some(4096), page), MIN_STACK_SIZE);
+        assert_eq!(stack_size_for_limit(Some(3 << 20), 64 << 10), 3 << 20);
+        assert_eq!(stack_size_for_limit(Some((3 << 20) + 1), 64 << 10), (3 << 20) + (64 << 10));
+        // The process's own limit, as `ulimit -s` shows it.
+        let size = platform_stack_size();
+        assert!(size >= MIN_STACK_SIZE && size.is_multiple_of(page), "{size}");
     }
 
     #[test]

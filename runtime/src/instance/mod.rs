@@ -17,12 +17,14 @@
 //!   destroy hook's teardown (every task still queued or running runs to
 //!   the end, the workers are joined, the trace and counters are written,
 //!   objects still alive are reported), unless no instance is running or
-//!   `exit` was called from a task (which could never finish). `_exit`, a
+//!   `exit` was called from inside a task ([`in_task`], on any thread:
+//!   that task could never finish), which exits with its status. `_exit`, a
 //!   fatal signal or an abort run no handler.
 //! - `fork`: the child of a process whose runtime started has none of the
 //!   runtime's threads. A `pthread_atfork` handler forgets the instance in
 //!   the child (without touching it), so the child's next call starts a
-//!   fresh one, and its destroy hook works.
+//!   fresh one, and its destroy hook works; a child forked from inside a
+//!   task is bound to no scheduler of the parent.
 //! - An instance runs its tasks on the ordinary multithreaded scheduler,
 //!   or, when a deterministic schedule is selected (`deterministic::spec`), on the
 //!   deterministic executor ([`Deterministic`]). The paths of the ordinary
@@ -361,9 +363,24 @@ pub(crate) fn num_workers() -> usize {
 }
 
 /// True on a thread that runs an instance's tasks: a worker or spare of
-/// the multithreaded scheduler, or a worker of a deterministic one.
+/// the multithreaded scheduler, or a worker of a deterministic one. Not on
+/// a thread that runs a task while it waits outside the pool: what the
+/// runtime must not do inside a task asks [`in_task`].
 pub(crate) fn on_runtime_thread() -> bool {
     threads::on_runtime_thread() || deterministic::on_worker_thread()
+}
+
+/// The one predicate "this code runs inside a task", on any thread: a
+/// worker or spare of the multithreaded scheduler, a task stack (also one
+/// that a thread waiting in an `Await*` outside the pool runs a task on),
+/// or a worker of a deterministic executor. The destroy hook and
+/// `Runtime::shutdown` refuse to run there (they would wait for the task
+/// that called them), the teardown at exit is skipped there (an `exit`
+/// from a task), and a child forked there is made a plain thread
+/// (`after_fork_in_child`). Async-signal-safe enough for an exit handler:
+/// plain thread-local reads that outlive the thread's other thread-locals.
+pub(crate) fn in_task() -> bool {
+    threads::in_task() || deterministic::on_worker_thread()
 }
 
 /// The current instance, if one runs (never starts one).
@@ -398,10 +415,12 @@ pub(crate) fn tasks_in_flight() -> usize {
 /// it out so that the next call starts a fresh one, closes its gate and
 /// drains what slipped in before the gate closed, joins its threads, then
 /// writes the trace and counters and reports the objects still alive. Must
-/// not run on a runtime thread.
+/// not run inside a task ([`in_task`], on any thread: it would wait for
+/// that task): the one-line misuse abort there, before any of its locks or
+/// this thread's borrowed state is touched.
 pub(crate) fn destroy(call: &str) {
-    if on_runtime_thread() {
-        abort_misuse(call, "called from a worker thread");
+    if in_task() {
+        abort_misuse(call, "called from inside a task");
     }
     let _serial = match DESTROYING.try_lock() {
         Some(serial) => serial,
@@ -488,9 +507,14 @@ fn install_exit_handler() {
 }
 
 /// The teardown at process exit, when an instance still runs and `exit`
-/// was not called from one of its tasks.
+/// was not called from inside a task. An `exit` from a task, on any thread
+/// ([`in_task`]: a worker, a spare, or the task stack of a thread waiting
+/// outside the pool), skips it: the teardown would wait for the very task
+/// that exits (on a waiting thread's task stack, for the gate entry that
+/// this thread holds), and the process exits with the task's status while
+/// the other tasks are still where they are.
 extern "C" fn at_exit() {
-    if running_instance().is_some() && !on_runtime_thread() {
+    if running_instance().is_some() && !in_task() {
         destroy("exit");
     }
 }
@@ -545,7 +569,10 @@ extern "C" fn after_fork_in_parent() {
 
 /// In the child: the instance's threads do not exist here. Forget it (its
 /// memory is the parent's copy; nothing may touch its locks or join its
-/// threads), so the next call starts a fresh one.
+/// threads), so the next call starts a fresh one. A fork from inside a
+/// task ([`in_task`]) also forgets that this thread runs a task: the child
+/// is bound to no scheduler of the parent, and its calls (a task queued
+/// and awaited, the destroy hook) go to its own fresh instance.
 extern "C" fn after_fork_in_child() {
     // SAFETY: `before_fork` took the lock in the forking thread, which is
     // this one, the only thread of the child; no other reference exists.
@@ -556,4 +583,9 @@ extern "C" fn after_fork_in_child() {
     cached::forget_in_child();
     threads::forget_thread_context();
     deterministic::forget_thread_registration();
+    if in_task() {
+        // A runtime bug: the child would stay bound to the parent's
+        // scheduler (its tasks queued where no thread runs them).
+        abort_misuse("fork", "the child is still bound to the parent's scheduler");
+    }
 }

@@ -303,6 +303,12 @@ pub(crate) fn prepare_for_fork() {
     clock::start();
 }
 
+/// At exit, what destroy did not write. After `exit` from inside a task
+/// the instance's teardown is skipped (`instance::in_task`, a layer above:
+/// this one cannot ask it), so this writes while the other tasks still
+/// run: the trace as far as each thread published it (its writer reads
+/// only published events, under the registry's lock), and the counters
+/// so far.
 extern "C" fn at_exit() {
     // Relaxed: the exit handler runs on the exiting thread, after the
     // writes it would repeat (destroy) on any thread that joined it.

@@ -50,7 +50,7 @@ fn config() -> Config {
         spare_keep_alive: Duration::from_secs(1),
         task_stacks: false,
         waiters_run: crate::instance::config::WaiterRuns::Nothing,
-        task_stack_size: crate::instance::config::DEFAULT_TASK_STACK_SIZE,
+        task_stack_size: crate::instance::config::UNLIMITED_STACK_SIZE,
     }
 }
 

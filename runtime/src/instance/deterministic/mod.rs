@@ -79,10 +79,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::{drain_while_current, Config};
+use crate::instance::config::{drain_while_current, platform_stack_size, Config};
 use crate::instance::deterministic::spec::{Spec, SCHEDULE_ENV};
 use crate::instance::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
-use crate::instance::threads::spares::STACK_SIZE;
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::clock;
 use crate::probe::observe;
@@ -308,6 +307,8 @@ pub(super) fn on_worker_thread() -> bool {
 /// forked child, where that executor's lock may be held by a thread that
 /// does not exist).
 pub(super) fn forget_thread_registration() {
+    // The child is no worker of an executor (`in_task`).
+    let _ = WORKER.try_with(|worker| worker.set(false));
     let _ = REGISTERED.try_with(|r| {
         if let Ok(mut r) = r.try_borrow_mut() {
             std::mem::forget(r.take());
@@ -397,7 +398,7 @@ impl Deterministic {
             this: this.clone(),
         });
         let watched = Arc::clone(&executor);
-        let watcher = spawn(std::thread::Builder::new().name("mlir-det-watch".into()), move || watched.watch_for_deadlock())
+        let watcher = spawn(std::thread::Builder::new().name("mlir-det-watch".into()).stack_size(platform_stack_size()), move || watched.watch_for_deadlock())
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start a thread: {e}")));
         lock(&executor.state).threads.push(watcher);
         executor

@@ -11,9 +11,8 @@ impl Deterministic {
         let number = st.workers;
         st.workers += 1;
         let executor = self.this.upgrade().expect("a deterministic executor that decides is alive");
-        let thread = spawn(std::thread::Builder::new().name(format!("mlir-det-{number}")).stack_size(STACK_SIZE), move || {
-            executor.run_worker(me)
-        })
+        let builder = std::thread::Builder::new().name(format!("mlir-det-{number}")).stack_size(platform_stack_size());
+        let thread = spawn(builder, move || executor.run_worker(me))
             .unwrap_or_else(|e| abort_misuse("deterministic schedule", &format!("cannot start a worker thread: {e}")));
         st.threads.push(thread);
         me

@@ -131,7 +131,7 @@ pub(super) struct FiberContext {
     yielder: *const Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>,
     /// The scheduler whose tasks run on this fiber.
     scheduler: SchedulerRef,
-    /// The lowest address of the fiber's stack (its guard page), and the
+    /// The lowest address of the fiber's stack (its guard's), and the
     /// stack's usable size: what the overflow handler reads.
     limit: usize,
     size: usize,
@@ -164,13 +164,21 @@ pub(super) fn current() -> Option<&'static FiberContext> {
     (!ptr.is_null()).then(|| unsafe { &*ptr })
 }
 
-/// The stack of the fiber this thread runs on now: its lowest address (the
-/// guard page's) and its usable size. Async-signal-safe (one load of an
+/// The stack of the fiber this thread runs on now: its lowest address (its
+/// guard's, `stacks::GUARD_SIZE` bytes below the usable part) and its
+/// usable size. Async-signal-safe (one load of an
 /// initial-exec thread-local, and of the context on the fiber's stack).
 pub(super) fn current_stack_bounds() -> Option<(usize, usize)> {
     let ptr = tls::with(|slots| slots.fiber.get()).cast::<FiberContext>();
     // SAFETY: as in `current`.
     (!ptr.is_null()).then(|| unsafe { ((*ptr).limit, (*ptr).size) })
+}
+
+/// In a forked child: this thread runs on no fiber of a scheduler here
+/// (the fiber it ran on, if any, belongs to the parent's scheduler, whose
+/// threads do not exist in the child).
+pub(super) fn forget_in_child() {
+    set_current(std::ptr::null());
 }
 
 #[inline(never)]

@@ -61,12 +61,12 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::Config;
+use crate::instance::config::{platform_stack_size, Config};
 use crate::instance::threads::deques::{Deques, SlotPatience};
 use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::instance::threads::lookout::Lookout;
 use crate::instance::threads::slot::Slot;
-use crate::instance::threads::spares::{NotStarted, SpareThread, Spares, STACK_SIZE};
+use crate::instance::threads::spares::{NotStarted, SpareThread, Spares};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::fenv::PoolEnv;
@@ -245,9 +245,21 @@ pub(crate) fn waiter_scheduler<'a>() -> Option<&'a Scheduler> {
     fibers::current().map(|fiber| fiber.scheduler())
 }
 
-/// True on a thread of a runtime instance, running its tasks.
+/// True on a thread of a runtime instance, running its tasks (a worker or
+/// a spare thread): where a test expects the pool to run a task.
 pub(crate) fn on_runtime_thread() -> bool {
     current().is_some()
+}
+
+/// True when the calling code runs inside a task of this scheduler kind:
+/// on a runtime thread (a worker or a spare, in its drain loop), or on a
+/// task stack, which includes the task stack of a thread that waits in an
+/// `Await*` outside the pool and runs a task meanwhile (`waiter.rs`),
+/// where [`on_runtime_thread`] is false. Reads two plain thread-local
+/// slots (`sync/tls.rs`), which stay right while glibc's `exit` destroys
+/// the thread's other thread-locals.
+pub(crate) fn in_task() -> bool {
+    current().is_some() || fibers::current().is_some()
 }
 
 /// Moves the task in this thread's next-task slot and its deque's tasks,
@@ -262,8 +274,16 @@ pub(super) fn release_local_tasks() {
 
 /// Forgets this thread's scheduler context without touching the scheduler
 /// (a forked child, where that scheduler's threads do not exist).
+///
+/// A child forked from inside a task goes on as a plain thread of its own
+/// process ([`in_task`] is false from here on), though it still runs on
+/// the parent's task stack if the task had one: it may use the runtime
+/// (a fresh instance), and must end the process rather than return from
+/// that task, whose caller (the parent's drain loop or wait) does not
+/// exist here, as after any `fork` of a multithreaded process.
 pub(super) fn forget_thread_context() {
     outside::forget();
+    fibers::forget_in_child();
     tls::with(|slots| slots.draining.set(std::ptr::null()));
     let _ = STATE.try_with(|s| {
         s.holds_permit.set(false);
@@ -300,7 +320,9 @@ impl Scheduler {
             .num_threads(config.workers)
             .spawn_handler(move |thread| {
                 let handle = crate::sync::spawn::spawn(
-                    std::thread::Builder::new().name(format!("mlir-async-{}", thread.index())).stack_size(STACK_SIZE),
+                    std::thread::Builder::new()
+                        .name(format!("mlir-async-{}", thread.index()))
+                        .stack_size(platform_stack_size()),
                     move || thread.run(),
                 )?;
                 lock(&handles).push(handle);

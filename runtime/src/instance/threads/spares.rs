@@ -22,6 +22,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::instance::config::platform_stack_size;
 use crate::sync::thread::{self, Builder, JoinHandle, Thread};
 use crate::sync::{lock, Mutex};
 
@@ -30,10 +31,6 @@ pub(super) type Job = Box<dyn FnOnce(&SpareThread) + Send>;
 
 /// Starts a named thread running `main` (the OS may refuse).
 pub(super) type SpawnFn = fn(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>;
-
-/// Stack size of every runtime thread: compiled code may nest deeply within
-/// one task; match the main thread's usual 8 MiB (reserved, not committed).
-pub(crate) const STACK_SIZE: usize = 8 << 20;
 
 /// What a job knows of the spare thread that runs it.
 pub(super) struct SpareThread {
@@ -87,9 +84,11 @@ pub(super) enum NotStarted {
     Refused(std::io::Error),
 }
 
-/// Starts a runtime thread with the runtime's stack size.
+/// Starts a runtime thread with the platform's stack size, as every
+/// runtime thread (`config::platform_stack_size`: compiled code may nest
+/// deeply within one task, as deep as on a thread of the program).
 pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
-    let builder = Builder::new().name(name).stack_size(STACK_SIZE);
+    let builder = Builder::new().name(name).stack_size(platform_stack_size());
     // Outside any fork (`sync::spawn`); a loom model has no fork, and its
     // threads are loom's.
     #[cfg(not(loom))]

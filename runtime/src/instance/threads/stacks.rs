@@ -1,5 +1,6 @@
-//! Task stacks: one mmap each, with a guard page below, committed by the
-//! kernel only where touched ([`TaskStack`]), kept in a pool per thread.
+//! Task stacks: one mmap each, with a guard below ([`GUARD_SIZE`]),
+//! committed by the kernel only where touched ([`TaskStack`]), kept in a
+//! pool per thread.
 //!
 //! A stack is taken when a drainer starts on a thread and each time the
 //! task running on it switches out (its stack goes with it); it comes back
@@ -30,8 +31,24 @@ const HOT: usize = 4;
 /// their pages.
 const KEPT: usize = 32;
 
-/// One task stack: a mapping of `len` bytes whose lowest page is the guard
-/// page (no access), the rest read-write.
+/// The guard below every task stack: 1 MiB of no access, mapped with the
+/// stack (address space only: no memory, no commit, one mapping either
+/// way). A function whose frame (or `alloca`) is smaller than the guard
+/// cannot skip it: its first write below the stack lands in the guard,
+/// and the overflow handler names the stack (`overflow.rs`). That covers
+/// any code with frames under 1 MiB, probed or not: the size the kernel
+/// keeps free below a main thread's stack since the 2017 Stack Clash fixes
+/// (`stack_guard_gap`, 256 pages). A larger frame is safe only with stack
+/// probes, which touch each page as the frame grows: Rust code has them
+/// (`probe-stack=inline-asm` on every function), clang and GCC emit them
+/// with `-fstack-clash-protection`, LLVM for any function with the
+/// `"probe-stack"` attribute; MLIR's lowering sets none, so a compiled
+/// task with a frame over 1 MiB (a large `memref.alloca`) may write past
+/// the guard unseen.
+pub(crate) const GUARD_SIZE: usize = 1 << 20;
+
+/// One task stack: a mapping of `len` bytes whose lowest [`GUARD_SIZE`]
+/// bytes are the guard (no access), the rest read-write.
 ///
 /// As corosensei's `TaskStack`, but mapped with `MAP_NORESERVE`: the
 /// kernel does not count its 8 MiB against the commit limit, only the
@@ -41,7 +58,7 @@ const KEPT: usize = 32;
 /// tasks switched out); a thread's own stack is counted, which is what a
 /// runtime with a thread per blocked task paid.
 pub(crate) struct TaskStack {
-    /// The mapping's lowest address (the guard page's).
+    /// The mapping's lowest address (the guard's).
     start: usize,
     len: usize,
     /// Lets Valgrind (callgrind: `make bench-instr`) follow the switches.
@@ -58,7 +75,8 @@ impl TaskStack {
     fn new(size: usize) -> std::io::Result<TaskStack> {
         let page = page_size();
         let usable = size.div_ceil(page) * page;
-        let len = usable + page;
+        let guard = guard_size();
+        let len = usable + guard;
         // SAFETY: a fresh anonymous private mapping; nothing else uses it.
         unsafe {
             let start = libc::mmap(
@@ -72,7 +90,7 @@ impl TaskStack {
             if start == libc::MAP_FAILED {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::mprotect(start.cast::<u8>().add(page).cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+            if libc::mprotect(start.cast::<u8>().add(guard).cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
                 let error = std::io::Error::last_os_error();
                 libc::munmap(start, len);
                 return Err(error);
@@ -94,8 +112,8 @@ impl Drop for TaskStack {
     }
 }
 
-// SAFETY: the guard page is the lowest page of the mapping, below the
-// usable part; base and limit are page-aligned (so 16-byte aligned).
+// SAFETY: the guard is the lowest part of the mapping, below the usable
+// part; base and limit are page-aligned (so 16-byte aligned).
 unsafe impl Stack for TaskStack {
     fn base(&self) -> StackPointer {
         StackPointer::new(self.start + self.len).expect("a mapping is not at address 0")
@@ -177,9 +195,16 @@ fn fits(stack: &TaskStack, size: usize) -> bool {
     usable_size(stack).checked_sub(size).is_some_and(|extra| extra < page_size())
 }
 
-/// The bytes a task can use of `stack` (its mapping less the guard page).
+/// The bytes a task can use of `stack` (its mapping less the guard).
 fn usable_size(stack: &TaskStack) -> usize {
-    stack.base().get() - stack.limit().get() - page_size()
+    stack.base().get() - stack.limit().get() - guard_size()
+}
+
+/// The guard's size: [`GUARD_SIZE`], whole pages (a page larger than the
+/// guard, which no Linux port has, would make it one page). Also called in
+/// `overflow.rs`'s signal handler (see [`page_size`]).
+pub(super) fn guard_size() -> usize {
+    GUARD_SIZE.next_multiple_of(page_size())
 }
 
 /// The page size. Also called in `overflow.rs`'s signal handler: glibc
@@ -192,7 +217,7 @@ pub(super) fn page_size() -> usize {
 /// Gives the pages of a stack no fiber runs on back to the kernel; the
 /// mapping stays, and reads as zeros when touched again.
 fn release_pages(stack: &TaskStack) {
-    let limit = stack.limit().get() + page_size();
+    let limit = stack.limit().get() + guard_size();
     let len = stack.base().get() - limit;
     // SAFETY: the range is the stack's own writable part, and nothing runs
     // on it (it is being pooled): discarding its contents is harmless.
@@ -231,6 +256,32 @@ mod tests {
         let again = take(size).expect("a stack");
         assert_eq!(again.base(), base, "the pooled stack is reused");
         give_back(again);
+    }
+
+    /// The whole guard is no-access, and the usable part starts right above
+    /// it: the mapping as `/proc/self/maps` shows it.
+    #[test]
+    fn the_guard_below_a_stack_is_one_no_access_mapping_of_guard_size() {
+        let size = 256 << 10;
+        let stack = TaskStack::new(size).expect("a stack");
+        let limit = stack.limit().get();
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+        let range = |line: &str| {
+            let (range, rest) = line.split_once(' ').expect("a range");
+            let (lo, hi) = range.split_once('-').expect("lo-hi");
+            (usize::from_str_radix(lo, 16).unwrap(), usize::from_str_radix(hi, 16).unwrap(), rest.to_string())
+        };
+        let regions: Vec<_> = maps.lines().map(range).collect();
+        let guard = regions.iter().find(|(lo, hi, _)| *lo <= limit && limit < *hi).expect("the guard is mapped");
+        assert!(guard.2.starts_with("---p"), "the guard is not no-access: {guard:?}");
+        // The guard may be merged with a neighbouring no-access mapping,
+        // never cut short.
+        assert!(guard.1 >= limit + GUARD_SIZE, "the guard ends before {GUARD_SIZE} bytes: {guard:?}");
+        let above = limit + guard_size();
+        let usable = regions.iter().find(|(lo, hi, _)| *lo <= above && above < *hi).expect("the stack is mapped");
+        assert!(usable.2.starts_with("rw"), "{usable:?}");
+        assert_eq!(usable_size(&stack), size);
+        assert_eq!(stack.base().get() - above, size);
     }
 
     #[test]
