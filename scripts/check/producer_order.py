@@ -201,6 +201,7 @@ class Result:
         self.groups = 0
         self.requeues = 0
         self.awaited_first = 0
+        self.group_gaps = collections.Counter()  # other executes between
         self.failed, self.not_lowered = [], []
         self.lowerings = self.files = self.unsupported = 0
         self.violations = []
@@ -321,8 +322,9 @@ def check_group(f, add, producers, where, r):
                       add.lineno, ('%d other executes' % others) if others >= GROUP_LOOKBACK
                       else ', '.join(o.name + (' @' + o.callee if o.callee else '') for o in bad),
                       call.lineno), [call] + between + [add])
-    elif awaited:
-        r.awaited_first += 1
+    else:
+        r.group_gaps[others] += 1
+        r.awaited_first += awaited
 
 
 def check_file(path, r):
@@ -420,11 +422,13 @@ def report(version, r, limit):
                      for n, c in sorted(r.values.items()))
     ok = not r.violations and not r.failed
     print('MLIR %d: %s: %d programs (%d not expressible in MLIR %d, %d not lowered), '
-          '%d lowerings; %d Execute calls (%s); %d AddTokenToGroup (%d added after awaiting '
+          '%d lowerings; %d Execute calls (%s); %d AddTokenToGroup (%d right after the call '
+          'of their execute, at most %d other executes between, %d added after awaiting '
           'their token); %d Await*AndExecute re-queues; %d violations' % (
               version, 'pass' if ok else 'FAIL', r.files, r.unsupported, version,
               len(r.not_lowered), r.lowerings, r.executes, vals or 'none', r.groups,
-              r.awaited_first, r.requeues, len(r.violations) + len(r.failed)))
+              r.group_gaps[0], max(r.group_gaps, default=0), r.awaited_first, r.requeues,
+              len(r.violations) + len(r.failed)))
     print('MLIR %d: between CreateToken and Execute: %s' % (
         version, ', '.join('%s x%d' % kv for kv in sorted(r.between.items())) or 'nothing'))
     if max(r.values, default=0) > 3:
