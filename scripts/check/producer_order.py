@@ -83,6 +83,8 @@ class Op:
         self.result = m.group(1) if m else None
         self.callee = m.group(2) if m else None
         self.args = [a.strip() for a in m.group(3).split(',') if a.strip()] if m else []
+        if not m and re.search(r'\bllvm\.(call|invoke)\b', text):
+            self.callee = '(indirect)'   # through a pointer: could be anything
         m = OP.match(text)
         self.name = m.group(1) if m else ''
 

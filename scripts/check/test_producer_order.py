@@ -77,6 +77,19 @@ class ProducerOrder(unittest.TestCase):
         self.assertEqual(len(r.violations), 1)
         self.assertIn('@helper', r.violations[0])
 
+    def test_an_indirect_call_between_fails(self):
+        r = check(between='    llvm.call %1() : !llvm.ptr, () -> ()')
+        self.assertEqual(len(r.violations), 1)
+        self.assertIn('@(indirect)', r.violations[0])
+
+    def test_eight_other_executes_before_the_add_fail(self):
+        other = '    %%o%d = llvm.call @async_execute_fn() : () -> !llvm.struct<(ptr, ptr)>'
+        r = check(before_add='\n'.join(other % i for i in range(po.GROUP_LOOKBACK)))
+        self.assertEqual(len(r.violations), 1)
+        self.assertIn('8 other executes between it', r.violations[0])
+        r = check(before_add='\n'.join(other % i for i in range(po.GROUP_LOOKBACK - 1)))
+        self.assertEqual((r.violations, dict(r.group_gaps)), ([], {po.GROUP_LOOKBACK - 1: 1}))
+
     def test_returning_other_objects_fails(self):
         r = check(first='%3', second='%2')
         self.assertEqual(len(r.violations), 1)
