@@ -95,7 +95,8 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # once with them off: MLIR_ASYNC_RUNTIME_TASK_STACKS=0, and once with
 # waiting threads not running queued tasks: MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0), the corpus under MLIR
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
-# ahead-of-time test, the checks of this build itself, the reliability
+# order of runtime calls in every version's lowering that the producer
+# binding relies on (make check-producer-order), the ahead-of-time test, the checks of this build itself, the reliability
 # suite's CI part (loom models, the re-injected historic bugs, a reduced
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
@@ -109,7 +110,7 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # programs on the C++ runtime and ours, through the mlir-async-rs wheel
 # installed in a new venv (make catalyst-ci, which builds make wheel:
 # docs/catalyst.md).
-test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
+test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

@@ -14,6 +14,12 @@
 # process (scripts/corpus/symbol_binding.py, docs/symbol-binding.md; make setup
 # fetches MLIR 22's headers for the latter: fetch_mlir.sh --dev).
 #   make compat COMPAT_VERSIONS=16,22 COMPAT_ARGS="--only values"
+#   make check-producer-order  every version's lowering (mlir-opt only, no
+#                        runner): an execute's token and values are created
+#                        right before its Execute, and its token is added to
+#                        a group after it, the order the runtime's producer
+#                        binding relies on (scripts/check/producer_order.py,
+#                        docs/producer-binding.md; part of make test)
 # Variables from the top Makefile: RUNTIME_SO, PYTHON.
 
 COMPAT_VERSIONS ?= $(shell $(PYTHON) mlir-tests/lib/pipelines.py --versions | tr ' ' ,)
@@ -21,7 +27,7 @@ COMPAT_CI_VERSIONS ?= 22
 COMPAT_ARGS     ?=
 comma           := ,
 
-.PHONY: compat compat-ci compat-fetch
+.PHONY: compat compat-ci compat-fetch check-producer-order
 # Each first checks the cache, saying to run make setup if a version is missing.
 COMPAT_CACHED = bash scripts/toolchain/fetch_mlir.sh --offline $(filter-out 19,$(subst $(comma), ,$(1))) >/dev/null
 
@@ -36,6 +42,10 @@ compat-ci: build ## the corpus under MLIR 22's runner, both runtimes (make test)
 	$(PYTHON) scripts/corpus/compat.py --offline --versions $(COMPAT_CI_VERSIONS) \
 	  --runtime $(RUNTIME_SO) $(COMPAT_ARGS)
 	$(PYTHON) scripts/corpus/symbol_binding.py --offline --versions $(COMPAT_CI_VERSIONS) --runtime $(RUNTIME_SO)
+
+check-producer-order: toolchain ## each MLIR version's lowering creates an execute's token and values right before its Execute and adds the token to a group after it, as the producer binding needs (make test)
+	@$(call COMPAT_CACHED,$(COMPAT_VERSIONS))
+	$(PYTHON) scripts/check/producer_order.py --versions $(COMPAT_VERSIONS)
 
 # Only the download (make setup does it too, with the headers).
 compat-fetch: ## downloads and unpacks the other MLIR versions into target/compat (no install; make setup does it)
