@@ -1,12 +1,12 @@
 // long-task: how long a waiting thread's return can lag behind its object
-// when it runs a long task meanwhile (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=1:
-// a waiter runs queued tasks, finishes the one it runs, then returns).
-// main queues a short task S, whose value is the time it completed, then a
-// long task L (16,000,000 dependent multiply-adds, about 18 ms at -O0; at -O3
-// LLVM shortens the loop to under a millisecond), then awaits
-// S. A waiter that runs tasks takes its newest task first: L, and its await
-// of S returns only once L ends. A runtime whose waiting thread sleeps
-// returns within a wake-up of S's completion, while a worker runs L.
+// when an unrelated long task is queued beside it. main queues a short task
+// S, whose value is the time it completed, then a long task L (16,000,000
+// dependent multiply-adds, about 18 ms at -O0; at -O3 LLVM shortens the loop
+// to under a millisecond), then awaits S. By default a waiter runs only the
+// producers of what it awaits (S's task), so its await returns once S
+// completes, while a worker runs L, as on the C++ runtime; with
+// MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any it takes its newest task first,
+// L, and its await of S returns only once L ends.
 //
 // BENCH-WAIT: runner
 // BENCH-FIGURE: lag

@@ -188,7 +188,7 @@ def main() -> int:
     # sweep, one thread ran both, one right after the other. (Not the rows
     # the caller ran: it computes block 0 itself, async-parallel-for's
     # dispatch, and unless MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0 it runs
-    # other blocks too while it waits.)
+    # the blocks it queued itself too while it waits.)
     bs = block_size(order, tid, rows, k.loops)
     nblocks = -(-rows // bs)
     workers = {}  # OS tid -> "worker A", "worker B", ... by first appearance

@@ -34,11 +34,10 @@ the first one rotating), --runs processes each:
               the return of that await, which the program prints after its
               checksum, followed by the time to the return of its await of
               L (checked here: neither negative, the second not below the
-              first). No target: it measures what a waiting thread that
-              runs tasks (the default; MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0
-              turns it off) costs in latency, since it finishes the task it
-              runs, here L, before it returns (issue 26's question of TBB's
-              isolation).
+              first). Target (issue 39): within 2x the C++ runtime's.
+              A waiting thread runs only the producers of what it awaits
+              (S's task), not L; with MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any
+              it ran L first, and the await lagged by L's whole run.
 
 Ratios are medians of per-round ratios with their quartiles (bench.py's
 paired_ratio). A run that crashes, exits non-zero, times out, prints no
