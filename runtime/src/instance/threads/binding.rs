@@ -45,8 +45,12 @@ const RING: usize = 128;
 
 /// How many of the newest bindings an `AddTokenToGroup` looks through for
 /// its token: the lowering adds a token to its group right after the
-/// `Execute` that binds it.
-const GROUP_LOOKBACK: usize = 8;
+/// `Execute` that binds it (`make check-producer-order`: at most one other
+/// `Execute` between them in the corpus, in MLIR 14 to 22).
+const GROUP_LOOKBACK: usize = 2;
+
+// The ring's index wraps with a mask.
+const _: () = assert!(RING.is_power_of_two());
 
 /// The objects one push bound to its task's handle.
 #[derive(Clone, Copy)]
@@ -66,7 +70,7 @@ const UNBOUND: Binding = Binding { handle: 0, objects: [0; OBJECTS], group: 0 };
 /// A thread's bindings.
 struct Binder {
     /// Tokens and values created on this thread since its last push
-    /// (completions' addresses).
+    /// (completions' addresses), zero past the last.
     open: [usize; OBJECTS],
     open_len: usize,
     /// The newest pushes, `next` the oldest (overwritten next).
@@ -83,48 +87,62 @@ impl Binder {
         if token {
             // A token starts the objects of the next `Execute` (its values
             // follow): older ones are bound to none.
-            self.open_len = 0;
-        }
-        if self.open_len < OBJECTS {
+            self.open = [object, 0, 0, 0];
+            self.open_len = 1;
+        } else if self.open_len < OBJECTS {
             self.open[self.open_len] = object;
             self.open_len += 1;
         }
     }
 
     fn pushed(&mut self, handle: usize, execute: bool) {
-        let mut binding = Binding { handle, ..UNBOUND };
-        if execute {
-            binding.objects[..self.open_len].copy_from_slice(&self.open[..self.open_len]);
-        }
-        self.open_len = 0;
-        self.ring[self.next] = binding;
-        self.next = (self.next + 1) % RING;
+        let binding = &mut self.ring[self.next];
+        binding.handle = handle;
+        // `open` is zero past its last object.
+        binding.objects = if execute { self.open } else { [0; OBJECTS] };
+        binding.group = 0;
+        self.forget_open();
+        self.next = (self.next + 1) & (RING - 1);
     }
 
-    /// The newest bindings first, `n` at most.
-    fn newest(&mut self, n: usize) -> impl Iterator<Item = &mut Binding> {
-        // `next` is the oldest: the newest end just before it.
-        let (newer, older) = self.ring.split_at_mut(self.next);
-        newer.iter_mut().rev().chain(older.iter_mut().rev()).take(n)
+    /// The index of the newest of the `n` newest bindings for which `f`
+    /// holds. `next` is the oldest: the newest is just before it.
+    fn find_newest(&self, n: usize, f: impl Fn(&Binding) -> bool) -> Option<usize> {
+        let mut i = self.next;
+        for _ in 0..n {
+            i = i.wrapping_sub(1) & (RING - 1);
+            if f(&self.ring[i]) {
+                return Some(i);
+            }
+        }
+        None
     }
 
     fn added_to_group(&mut self, token: usize, group: usize) {
-        if let Some(binding) = self.newest(GROUP_LOOKBACK).find(|b| b.handle != 0 && b.objects.contains(&token)) {
-            binding.group = group;
+        // Usually the token of the newest binding.
+        let newest = self.next.wrapping_sub(1) & (RING - 1);
+        if self.ring[newest].objects[0] == token && token != 0 {
+            self.ring[newest].group = group;
+            return;
+        }
+        if let Some(i) = self.find_newest(GROUP_LOOKBACK, |b| b.handle != 0 && b.objects.contains(&token)) {
+            self.ring[i].group = group;
         }
     }
 
-    fn produces(&mut self, handle: usize, awaited: usize) -> bool {
+    fn produces(&self, handle: usize, awaited: usize) -> bool {
         // The newest binding of the handle is its push's: pushes and
         // bindings happen in the same order on this thread, and a ring
         // overwrites its oldest entries first.
-        self.newest(RING)
-            .find(|b| b.handle == handle)
-            .is_some_and(|b| b.group == awaited || b.objects.contains(&awaited))
+        self.find_newest(RING, |b| b.handle == handle)
+            .is_some_and(|i| self.ring[i].group == awaited || self.ring[i].objects.contains(&awaited))
     }
 
     fn forget_open(&mut self) {
-        self.open_len = 0;
+        if self.open_len != 0 {
+            self.open = [0; OBJECTS];
+            self.open_len = 0;
+        }
     }
 }
 

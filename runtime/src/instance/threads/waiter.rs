@@ -56,7 +56,9 @@ impl Scheduler {
             WaiterRuns::Producers => false,
             WaiterRuns::Any => true,
         };
-        if !(if any { self.may_have_task_for_waiter(patience) } else { self.has_own_outside_task() }) {
+        if !(if any { self.may_have_task_for_waiter(patience) } else { self.has_own_outside_task() })
+            || self.all_workers_busy()
+        {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
@@ -89,6 +91,21 @@ impl Scheduler {
             drop(held);
             batch.ran()
         })
+    }
+
+    /// True when every worker runs a task: it holds a run permit and does
+    /// not look for work. A waiter that ran tasks then would be one thread
+    /// more than the workers, which are one a core by default (a parallel
+    /// loop's caller beside two workers on two cores); it leaves its tasks
+    /// to the workers, which take them from its entry as any queued task,
+    /// and looks again at its next round. A hint: a worker that starts or
+    /// stops looking meanwhile changes nothing but who runs the task. (All
+    /// workers busy for good, on tasks that wait for the waiter's task
+    /// without an `Await*`, would hang a pool of as many threads, the C++
+    /// runtime's, as well.)
+    fn all_workers_busy(&self) -> bool {
+        let busy = self.drainers.snapshot().permits().saturating_sub(self.lookout.looking());
+        busy >= self.config.workers
     }
 
     /// A cheap look, before the waiter counts itself in: may a task be
