@@ -133,9 +133,14 @@ pub(crate) struct Config {
 /// waits for, so it does not stand in for a worker: with one worker fewer,
 /// as many tasks as `mlirAsyncRuntimGetNumWorkerThreads` reports that meet
 /// at a barrier while the caller polls memory never all run
-/// (`runtime/tests/drop_in.rs`).
-fn default_workers(parallelism: usize) -> usize {
-    parallelism.max(1)
+/// (`runtime/tests/drop_in.rs`). With the opt-in `=any`, one fewer, at
+/// least one, as before issue 39: its waiting thread takes that core, as
+/// TBB's master thread does (and the barrier shape hangs).
+fn default_workers(parallelism: usize, waiters_run: WaiterRuns) -> usize {
+    match waiters_run {
+        WaiterRuns::Any => parallelism.saturating_sub(1).max(1),
+        WaiterRuns::Producers | WaiterRuns::Nothing => parallelism.max(1),
+    }
 }
 
 impl Config {
@@ -155,7 +160,7 @@ impl Config {
         let mut config = Config::from_values(
             std::env::var(WORKERS_ENV).ok().as_deref(),
             std::env::var(MAX_THREADS_ENV).ok().as_deref(),
-            default_workers(parallelism),
+            default_workers(parallelism, waiters_run),
             &mut |line| warn(line),
         );
         config.spare_keep_alive =
@@ -319,9 +324,11 @@ mod tests {
 
     #[test]
     fn one_worker_a_core_by_default() {
-        assert_eq!(default_workers(2), 2);
-        assert_eq!(default_workers(8), 8);
-        assert_eq!(default_workers(0), 1);
+        assert_eq!(default_workers(2, WaiterRuns::Producers), 2);
+        assert_eq!(default_workers(8, WaiterRuns::Nothing), 8);
+        assert_eq!(default_workers(0, WaiterRuns::Producers), 1);
+        assert_eq!(default_workers(8, WaiterRuns::Any), 7);
+        assert_eq!(default_workers(1, WaiterRuns::Any), 1);
     }
 
     #[test]

@@ -56,9 +56,14 @@ impl Scheduler {
             WaiterRuns::Producers => false,
             WaiterRuns::Any => true,
         };
-        if !(if any { self.may_have_task_for_waiter(patience) } else { self.has_own_outside_task() })
-            || self.all_workers_busy()
-        {
+        let may_run = if any {
+            // (The opt-in's pool has a worker fewer: the waiter takes a
+            // core, `config.rs`.)
+            self.may_have_task_for_waiter(patience)
+        } else {
+            self.has_own_outside_task() && !self.all_workers_busy()
+        };
+        if !may_run {
             return 0;
         }
         // A task that overflows its stack here is named, as on a worker
