@@ -207,12 +207,6 @@ pub(crate) fn added_to_group(token: &Completion, group: &Completion) {
     with_binder(|binder| binder.added_to_group(token, group));
 }
 
-/// This thread waits in an `Await*`: objects it created since its last
-/// push are bound to no task that comes after the wait.
-pub(crate) fn waiting() {
-    with_binder(Binder::forget_open);
-}
-
 /// True when `task`, which this thread pushed into its own entry, produces
 /// `awaited`: its token or one of its values, or a token of the group.
 pub(crate) fn produces(task: &Task, awaited: &Completion) -> bool {
@@ -267,15 +261,6 @@ mod tests {
         b.pushed(1, true);
         b.pushed(2, true);
         assert!(!b.produces(2, 10));
-    }
-
-    #[test]
-    fn a_wait_forgets_objects_created_before_it() {
-        let mut b = binder();
-        b.created(10, true);
-        b.forget_open();
-        b.pushed(1, true);
-        assert!(!b.produces(1, 10));
     }
 
     #[test]

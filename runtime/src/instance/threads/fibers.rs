@@ -35,7 +35,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::base::task::{Origin, Route, Task};
 use crate::instance::threads::handoff::Handoff;
 use crate::instance::threads::stacks::TaskStack;
-use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
+use crate::instance::threads::{migration, overflow, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -434,10 +434,13 @@ impl WaiterFiber {
     }
 
     /// Makes sure a fiber is ready for the next batch; false when no stack
-    /// can be had (the waiter then runs no task). The caller prepared the
-    /// thread for a task stack's overflow (`overflow::prepare_thread`).
+    /// can be had (the waiter then runs no task).
     pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
         if self.fiber.is_none() {
+            // A task that overflows its stack here is named, as on a
+            // worker (gives the thread an alternate signal stack if it has
+            // none): once, before the thread's first fiber.
+            overflow::prepare_thread();
             self.fiber = new_waiter_fiber(scheduler);
         }
         self.fiber.is_some()

@@ -8,7 +8,6 @@
 //! threads and none runs nested on this stack.
 
 use crate::instance::config::WaiterRuns;
-use crate::instance::threads::binding;
 use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers;
 use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
@@ -82,11 +81,6 @@ pub(crate) fn wait(completion: &Completion, with_scheduler: WithScheduler<'_>) -
         return fibers::switch_out_until(fiber, fiber.scheduler(), completion);
     }
     let on_runtime_thread = threads::current().is_some();
-    if !on_runtime_thread {
-        // Objects this thread created before it waits are not those of the
-        // next task it queues (`binding.rs`).
-        binding::waiting();
-    }
     // A thread outside the pool runs the queued tasks that produce its
     // object while it is not ready, each on a task stack (README.md, "A
     // waiting thread runs its producers"): first without registering as a

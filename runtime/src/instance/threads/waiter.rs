@@ -31,7 +31,7 @@ use crate::base::task::Task;
 use crate::instance::config::WaiterRuns;
 use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers::WaiterBatch;
-use crate::instance::threads::{overflow, Scheduler};
+use crate::instance::threads::Scheduler;
 use crate::object::completion::Completion;
 use crate::sync::Ordering;
 
@@ -66,9 +66,6 @@ impl Scheduler {
         if !may_run {
             return 0;
         }
-        // A task that overflows its stack here is named, as on a worker
-        // (gives the thread an alternate signal stack if it has none).
-        overflow::prepare_thread();
         self.with_waiter_fiber(|fiber| {
             if !fiber.ready(self) {
                 return 0;
