@@ -22,6 +22,10 @@ For each engine of the plan, in order, in this one process:
 A line per engine goes to the status file, flushed at once, so that a
 process that dies (the C++ runtime) leaves what it had done:
   `engine N NAME ok SECONDS` or `engine N NAME error MESSAGE`.
+With "lower_only" in the plan (make compat's lowering-only column, LLVM
+24), step 1 alone, and the line says how many calls of each runtime
+function the lowered program makes:
+  `lowered N NAME ok {"mlirAsyncRuntimeExecute": 3, ...}`.
 
 Usage (argv): engine_child.py PLAN.json STATUS OUT_DIR
 PLAN.json: {"package": "mlir" | "torch_mlir", "opt_level": N,
@@ -35,6 +39,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import sys
 import time
 
@@ -109,6 +114,14 @@ def lower(ir, passmanager, text, pipeline, entry):
     return module
 
 
+def runtime_calls(module):
+    """{runtime function: number of llvm.call sites} of a lowered module."""
+    counts = {}
+    for name in re.findall(r'llvm\.call @(mlirAsyncRuntim\w+)', str(module)):
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def run_engine(mods, plan, job, out):
     ir, passmanager, execution_engine = mods
     with open(job['mlir']) as f:
@@ -133,10 +146,21 @@ def main(argv):
         plan = json.load(f)
     pkg = plan['package']
     mods = tuple(importlib.import_module('%s.%s' % (pkg, m))
-                 for m in ('ir', 'passmanager', 'execution_engine'))
+                 for m in ('ir', 'passmanager')
+                 + (() if plan.get('lower_only') else ('execution_engine',)))
     status = open(status_path, 'w', buffering=1)
     with mods[0].Context():
         for n, job in enumerate(plan['engines'], 1):
+            if plan.get('lower_only'):
+                try:
+                    with open(job['mlir']) as f:
+                        module = lower(mods[0], mods[1], f.read(), job['pipeline'], job['entry'])
+                    status.write('lowered %d %s ok %s\n' % (n, job['name'],
+                                                             json.dumps(runtime_calls(module))))
+                except Exception as e:  # noqa: BLE001 (the next program is lowered)
+                    msg = ' '.join(str(e).split())[:300]
+                    status.write('lowered %d %s error %s\n' % (n, job['name'], msg))
+                continue
             out = os.path.join(out_dir, '%03d-%s.out' % (n, job['name']))
             start = time.monotonic()
             try:

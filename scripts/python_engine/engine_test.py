@@ -295,6 +295,42 @@ def run_switch(a, name, info, site, runner_utils, cxx, progs):
         print('python-engine: %s, switch: stderr: %s' % (name, line))
 
 
+def binding_of(version):
+    """The binding whose LLVM is MLIR `version` (None if none)."""
+    return next((name for name, info in BINDINGS.items() if info['mlir'] == version), None)
+
+
+def lower_corpus(name, progs, venv=DEFAULT_VENV, out=None, timeout=600):
+    """Lowers every program (corpus.programs() entries) through binding
+    `name`'s PassManager, engine-less, in one process: {program: (runtime
+    calls {function: count}, None) or (None, error)}. make compat's
+    lowering-only column (pipelines.txt `toolchain bindings`)."""
+    info = BINDINGS[name]
+    out = out or os.path.join(DEFAULT_OUT, name, 'lowering')
+    jobs = [{'name': p['name'], 'mlir': p['check_file'], 'pipeline': p['pipeline'],
+             'entry': p['entry'], 'env': [], 'check_prefix': p['check_prefix']} for p in progs]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    plan_path = os.path.join(out, 'plan.json')
+    with open(plan_path, 'w') as f:
+        json.dump({'package': info['package'], 'opt_level': 0, 'shared_libs': [],
+                   'lower_only': True, 'engines': jobs}, f, indent=1)
+    status = os.path.join(out, 'status.txt')
+    python = os.path.join(venv, 'bin', 'python')
+    if not os.access(python, os.X_OK):
+        sys.exit('python-engine: no venv at %s (make setup)' % venv)
+    r = subprocess.run([python, CHILD, plan_path, status, out], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=timeout)
+    results = {p['name']: (None, 'not lowered (%s)' % (first_lines(r.stderr, 1) or ['?'])[0])
+               for p in progs}
+    for line in (open(status).read().splitlines() if os.path.exists(status) else []):
+        m = re.match(r'lowered \d+ (\S+) (ok|error) (.*)$', line)
+        if m:
+            results[m.group(1)] = ((json.loads(m.group(3)), None) if m.group(2) == 'ok'
+                                   else (None, m.group(3)))
+    return results
+
+
 def main(argv=None):
     a = parse_args(argv)
     site = site_packages(a.venv)
