@@ -32,7 +32,10 @@ PLAN.json: {"package": "mlir" | "torch_mlir", "opt_level": N,
             "shared_libs": [...], "engines": [{"name", "mlir", "pipeline",
             "entry", "env": ["K=V", ...], "stderr_checked": bool,
             optional "shared_libs"}, ...]}
-(a job's own shared_libs replace the plan's for its engine)
+(a job's own shared_libs replace the plan's for its engine). With
+"python_path" (a directory where the mlir-async-rs wheel is unpacked), the
+name "@mlir_async_rs" in shared_libs is mlir_async_rs.library_path(),
+called for each engine as a user would; its warnings go to stderr.
 """
 import ctypes
 import gc
@@ -42,6 +45,7 @@ import os
 import re
 import sys
 import time
+import warnings
 
 LIBC = ctypes.CDLL(None)
 
@@ -122,15 +126,25 @@ def runtime_calls(module):
     return counts
 
 
+def shared_libs(plan, job):
+    """The engine's libraries: the job's or the plan's, "@mlir_async_rs"
+    being the wheel's library_path()."""
+    libs = job.get('shared_libs', plan['shared_libs'])
+    if '@mlir_async_rs' in libs:
+        import mlir_async_rs
+        libs = [str(mlir_async_rs.library_path()) if l == '@mlir_async_rs' else l for l in libs]
+    return libs
+
+
 def run_engine(mods, plan, job, out):
     ir, passmanager, execution_engine = mods
     with open(job['mlir']) as f:
         text = f.read()
     module = lower(ir, passmanager, text, job['pipeline'], job['entry'])
+    libs = shared_libs(plan, job)
     with Env(job['env']), OutputTo(out, job.get('stderr_checked', False)):
         engine = execution_engine.ExecutionEngine(
-            module, opt_level=plan['opt_level'],
-            shared_libs=job.get('shared_libs', plan['shared_libs']))
+            module, opt_level=plan['opt_level'], shared_libs=libs)
         init = getattr(engine, 'initialize', None) or getattr(engine, 'init', None)
         if init is not None:
             init()
@@ -145,6 +159,9 @@ def main(argv):
     with open(plan_path) as f:
         plan = json.load(f)
     pkg = plan['package']
+    if plan.get('python_path'):
+        sys.path.insert(0, plan['python_path'])
+        warnings.formatwarning = lambda message, *_: '%s\n' % message
     mods = tuple(importlib.import_module('%s.%s' % (pkg, m))
                  for m in ('ir', 'passmanager')
                  + (() if plan.get('lower_only') else ('execution_engine',)))

@@ -27,8 +27,14 @@ declared function is in libmlir_c_runner_utils.so, the runtime, or libc
 (programs that call printMemref*, of libmlir_runner_utils.so, are left
 out and listed). The engines cycle through them until ENGINES ran.
 
-Usage: engine_test.py [--bindings xtc,torch-mlir] [--engines N] [--runtime SO]
-                      [--venv DIR] [--cxx] [--switch] [--only NAME ...] [--opt-level N]
+With --wheel, our runtime is the mlir-async-rs wheel's (make wheel):
+unpacked, imported by the engines' process, each engine given
+`mlir_async_rs.library_path()`, as a Python user would; its one-line
+warning when another runtime is loaded shows in --switch.
+
+Usage: engine_test.py [--bindings xtc,torch-mlir] [--engines N]
+                      [--runtime SO | --wheel WHL] [--venv DIR] [--cxx] [--switch]
+                      [--only NAME ...] [--opt-level N]
 """
 import argparse
 import ctypes
@@ -74,6 +80,10 @@ def parse_args(argv=None):
                     help='engines per process, at least %d (default: %%(default)s)' % MIN_ENGINES)
     ap.add_argument('--runtime', default=corpus.DEFAULT_RUNTIME,
                     help='our runtime library (default: %(default)s)')
+    ap.add_argument('--wheel', metavar='WHL',
+                    help='take our runtime from this mlir-async-rs wheel (or the one wheel in '
+                         'this directory): library_path() in the engines\' process '
+                         '(default: --runtime)')
     ap.add_argument('--venv', default=DEFAULT_VENV, help='the bindings\' venv (default: %(default)s)')
     ap.add_argument('--out', default=DEFAULT_OUT, help='work directory (default: %(default)s)')
     ap.add_argument('--cxx', action='store_true',
@@ -96,7 +106,16 @@ def parse_args(argv=None):
         ap.error('unknown bindings %s (have %s)' % (', '.join(unknown) or '(none)', ', '.join(BINDINGS)))
     if a.engines < MIN_ENGINES:
         ap.error('--engines must be at least %d' % MIN_ENGINES)
-    if not os.path.isfile(a.runtime):
+    if a.wheel:
+        if os.path.isdir(a.wheel):
+            found = sorted(glob.glob(os.path.join(a.wheel, 'mlir_async_rs-*.whl')))
+            if len(found) != 1:
+                ap.error('%d mlir_async_rs wheels in %s, expected one (make wheel)'
+                         % (len(found), a.wheel))
+            a.wheel = found[0]
+        if not os.path.isfile(a.wheel):
+            ap.error('no wheel at %s (make wheel)' % a.wheel)
+    elif not os.path.isfile(a.runtime):
         ap.error('no runtime library at %s (make build)' % a.runtime)
     if not os.access(os.path.join(a.venv, 'bin', 'python'), os.X_OK):
         ap.error('no venv at %s (make setup)' % a.venv)
@@ -174,7 +193,7 @@ def run_child(a, venv_python, package, libs, jobs, out, env=None):
     plan_path = os.path.join(out, 'plan.json')
     with open(plan_path, 'w') as f:
         json.dump({'package': package, 'opt_level': a.opt_level, 'shared_libs': libs,
-                   'engines': jobs}, f, indent=1)
+                   'engines': jobs, 'python_path': a.python_path}, f, indent=1)
     status = os.path.join(out, 'status.txt')
     start = time.monotonic()
     try:
@@ -235,7 +254,7 @@ def first_lines(text, limit=3):
 def run_ours(a, name, info, site, runner_utils, progs):
     jobs = plan(progs, a.engines)
     out = os.path.join(a.out, name, 'ours')
-    libs = [os.path.abspath(a.runtime), runner_utils]
+    libs = [a.ours, runner_utils]
     lines, ended, elapsed, err = run_child(a, os.path.join(a.venv, 'bin', 'python'),
                                            info['package'], libs, jobs, out)
     results = check(a, jobs, lines, out)
@@ -264,8 +283,12 @@ def run_cxx(a, name, info, site, runner_utils, cxx, progs):
     results = check(a, jobs, lines, out)
     passed = [r for r in results if r[2]]
     first_bad = next((r for r in results if not r[2]), None)
-    what = ('engine %d (%s) %s' % (first_bad[0], first_bad[1], first_bad[3])
-            if first_bad else 'none failed')
+    if first_bad is None:
+        what = 'none failed'
+    elif first_bad[3] == 'not run':   # the process died while creating or running it
+        what = 'engine %d (%s): the process was %s there' % (first_bad[0], first_bad[1], ended)
+    else:
+        what = 'engine %d (%s): %s' % (first_bad[0], first_bad[1], first_bad[3])
     print('python-engine: %s, C++ runtime (%s): %d of %d engines passed, first failure: %s; '
           'the process ended with %s (stated, not a failure of the test)'
           % (name, os.path.relpath(cxx, site), len(passed), len(jobs), what, ended))
@@ -278,7 +301,7 @@ def run_switch(a, name, info, site, runner_utils, cxx, progs):
     prints nothing. Stated, never a failure."""
     progs = [p for p in progs
              if rules.expectation(p, rules.features('cxx', info['mlir']))[0] == 'pass'][:1]
-    ours = [os.path.abspath(a.runtime), runner_utils]
+    ours = [a.ours, runner_utils]
     jobs = [dict(job, shared_libs=libs)
             for job, libs in zip(plan(progs, 3), [[cxx, runner_utils], ours, ours])]
     out = os.path.join(a.out, name, 'switch')
@@ -286,13 +309,29 @@ def run_switch(a, name, info, site, runner_utils, cxx, progs):
     lines, ended, _, err = run_child(a, os.path.join(a.venv, 'bin', 'python'),
                                      info['package'], ours, jobs, out, env)
     results = check(a, jobs, lines, out)
-    stats = len(re.findall(r'^mlir_async_runtime: ', err, re.M))
-    print('python-engine: %s, one engine on the C++ runtime, then two on ours: %s; '
-          'lines from ours on stderr: %d; the process ended with %s (stated, not a failure)'
+    destroys = err.count('mlir_async_runtime: counters since process start')
+    print('python-engine: %s, one engine on the C++ runtime, then two given ours: %s; ours ran '
+          '%d of their destroy hooks (its counters printed); the process ended with %s '
+          '(stated, not a failure)'
           % (name, ', '.join('engine %d %s' % (n, 'passed' if ok else why)
-                             for n, _, ok, why in results), stats, ended))
-    for line in first_lines(err, 6):
-        print('python-engine: %s, switch: stderr: %s' % (name, line))
+                             for n, _, ok, why in results), destroys, ended))
+    for line in err.splitlines():
+        if line.startswith(('mlir_async_rs:', 'mlir_async_runtime: __mlir_execution_engine_init')):
+            print('python-engine: %s, switch: stderr: %s' % (name, line))
+
+
+def unpack_wheel(wheel, dest):
+    """The wheel unpacked into `dest` (a directory Python imports from, as
+    site-packages would)."""
+    import zipfile
+    shutil.rmtree(dest, ignore_errors=True)
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(dest)
+    lib = os.path.join(dest, 'mlir_async_rs', 'libmlir_async_runtime.so')
+    if not os.path.isfile(lib):
+        sys.exit('python-engine: %s has no mlir_async_rs/libmlir_async_runtime.so' % wheel)
+    os.chmod(lib, 0o755)
+    return dest
 
 
 def binding_of(version):
@@ -338,6 +377,13 @@ def main(argv=None):
     runner_utils = os.path.join(lib_dir, 'libmlir_c_runner_utils.so')
     cxx = os.path.join(lib_dir, 'libmlir_async_runtime.so')
     tools = '%s %s' % (TOOLS_DIST.replace('_', '-'), dist_version(site, TOOLS_DIST))
+    a.ours, a.python_path = os.path.abspath(a.runtime), None
+    if a.wheel:
+        a.python_path = unpack_wheel(a.wheel, os.path.join(a.out, 'wheel'))
+        a.runtime = os.path.join(a.python_path, 'mlir_async_rs', 'libmlir_async_runtime.so')
+        a.ours = '@mlir_async_rs'
+        print('python-engine: our runtime: %s, library_path() in the engines\' process'
+              % os.path.basename(a.wheel))
     ok = True
     for name in a.bindings:
         info = BINDINGS[name]
