@@ -24,8 +24,9 @@ process that dies (the C++ runtime) leaves what it had done:
   `engine N NAME ok SECONDS` or `engine N NAME error MESSAGE`.
 With "lower_only" in the plan (make compat's lowering-only column, LLVM
 24), step 1 alone, and the line says how many calls of each runtime
-function the lowered program makes:
-  `lowered N NAME ok {"mlirAsyncRuntimeExecute": 3, ...}`.
+function the lowered program makes, and how many async.execute ops
+canonicalize alone erases from it:
+  `lowered N NAME ok {"calls": {"mlirAsyncRuntimeExecute": 3, ...}, "erased": 0}`.
 
 Usage (argv): engine_child.py PLAN.json STATUS OUT_DIR
 PLAN.json: {"package": "mlir" | "torch_mlir", "opt_level": N,
@@ -136,6 +137,16 @@ def shared_libs(plan, job):
     return libs
 
 
+def erased_executes(ir, passmanager, text):
+    """How many async.execute ops canonicalize erases from the program (from
+    LLVM 20, async.execute has RecursiveMemoryEffects: an unused execute
+    whose body has no side effect goes)."""
+    module = ir.Module.parse(text)
+    before = str(module).count('async.execute')
+    passmanager.PassManager.parse('builtin.module(canonicalize)').run(module.operation)
+    return before - str(module).count('async.execute')
+
+
 def run_engine(mods, plan, job, out):
     ir, passmanager, execution_engine = mods
     with open(job['mlir']) as f:
@@ -171,9 +182,11 @@ def main(argv):
             if plan.get('lower_only'):
                 try:
                     with open(job['mlir']) as f:
-                        module = lower(mods[0], mods[1], f.read(), job['pipeline'], job['entry'])
-                    status.write('lowered %d %s ok %s\n' % (n, job['name'],
-                                                             json.dumps(runtime_calls(module))))
+                        text = f.read()
+                    module = lower(mods[0], mods[1], text, job['pipeline'], job['entry'])
+                    result = {'calls': runtime_calls(module),
+                              'erased': erased_executes(mods[0], mods[1], text)}
+                    status.write('lowered %d %s ok %s\n' % (n, job['name'], json.dumps(result)))
                 except Exception as e:  # noqa: BLE001 (the next program is lowered)
                     msg = ' '.join(str(e).split())[:300]
                     status.write('lowered %d %s error %s\n' % (n, job['name'], msg))

@@ -341,8 +341,9 @@ def binding_of(version):
 
 def lower_corpus(name, progs, venv=DEFAULT_VENV, out=None, timeout=600):
     """Lowers every program (corpus.programs() entries) through binding
-    `name`'s PassManager, engine-less, in one process: {program: (runtime
-    calls {function: count}, None) or (None, error)}. make compat's
+    `name`'s PassManager, engine-less, in one process: {program:
+    ({'calls': {runtime function: count}, 'erased': async.execute ops that
+    canonicalize erases}, None) or (None, error)}. make compat's
     lowering-only column (pipelines.txt `toolchain bindings`)."""
     info = BINDINGS[name]
     out = out or os.path.join(DEFAULT_OUT, name, 'lowering')
