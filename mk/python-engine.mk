@@ -23,7 +23,7 @@ PYTHON_ENGINE_ARGS    ?=
 
 .PHONY: python-engine-ci
 
-python-engine-ci: wheel toolchain-lit ## corpus programs through the Python ExecutionEngine of xtc (LLVM 22) and torch-mlir (LLVM 24), 24 engines in one process each, outputs FileChecked; the C++ runtime's result stated (make test)
+python-engine-ci: wheel toolchain-lit ## corpus programs through the Python ExecutionEngine of xtc (LLVM 22) and torch-mlir (LLVM 24), at least 24 engines in one process each, outputs FileChecked; the C++ runtime's result stated (make test)
 	@bash scripts/toolchain/setup_venv.sh --check $(PYTHON_ENGINE_VENV) $(PYTHON_ENGINE_REQS)
 	$(PYTHON) scripts/python_engine/engine_test.py --venv $(PYTHON_ENGINE_VENV) --wheel $(WHEEL_DIR) \
 	  --engines $(PYTHON_ENGINE_ENGINES) --cxx --switch $(PYTHON_ENGINE_ARGS)

@@ -326,11 +326,14 @@ def unpack_wheel(wheel, dest):
     import zipfile
     shutil.rmtree(dest, ignore_errors=True)
     with zipfile.ZipFile(wheel) as z:
-        z.extractall(dest)
+        for info in z.infolist():
+            path = z.extract(info, dest)
+            mode = info.external_attr >> 16   # the file's mode, as pip keeps it
+            if mode & 0o111:
+                os.chmod(path, mode & 0o777)
     lib = os.path.join(dest, 'mlir_async_rs', 'libmlir_async_runtime.so')
     if not os.path.isfile(lib):
         sys.exit('python-engine: %s has no mlir_async_rs/libmlir_async_runtime.so' % wheel)
-    os.chmod(lib, 0o755)
     return dest
 
 
