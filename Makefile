@@ -68,7 +68,7 @@ help: ## lists every target with what it does
 	@echo "make TARGET [VARIABLE=value ...]; the mk/ file headers list each target's variables"
 	@awk -F':[^#]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv, the wheel's build tools; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
+setup: ## installs what is missing: LLVM/MLIR 19 packages, lit, psutil, the Rust crates, cargo-machete, lychee, the Catalyst venv, the wheel's build tools, the Python-engine venv; fetches MLIR 14/15/16/22 and the source packages of MLIR 19/22 (the one network step)
 	@bash scripts/toolchain/setup.sh
 
 # With `setup` or `test` among the goals, set-up runs before the check.
@@ -109,8 +109,10 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # lowering-fixes-ci, mk/lowering-fixes.mk), and PennyLane Catalyst's
 # programs on the C++ runtime and ours, through the mlir-async-rs wheel
 # installed in a new venv (make catalyst-ci, which builds make wheel:
-# docs/catalyst.md).
-test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci ## what CI runs: make setup, then every target marked (make test)
+# docs/catalyst.md), and corpus programs through MLIR's Python
+# ExecutionEngine of two bindings, many engines per process (make
+# python-engine-ci: docs/python-engine.md).
+test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci python-engine-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

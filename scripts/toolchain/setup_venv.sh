@@ -8,6 +8,9 @@
 #                         docs/catalyst.md: pennylane-catalyst, 1.2 GB)
 #   target/wheel-tools    python/build-requirements.txt  (make wheel:
 #                         setuptools-rust, auditwheel)
+#   target/python-engine-venv  scripts/python_engine/requirements.txt (make
+#                         python-engine-ci, docs/python-engine.md: MLIR
+#                         Python bindings of LLVM 22 and 24, 1.2 GB)
 # Does nothing, offline, when the venv already holds that list (a stamp
 # file records the checksum of the list's requirement lines).
 #   setup_venv.sh VENV REQUIREMENTS           creates or updates the venv
