@@ -37,20 +37,16 @@ use crate::sync::tls;
 /// a waiter for another of its values leaves it to the pool.
 const OBJECTS: usize = 4;
 
-/// Bindings a thread remembers: its newest pushes. A task whose binding
-/// was overwritten by newer ones is unbound, and runs on the pool. More
-/// than the tasks an entry holds (`outside.rs`, 64 in its deque and one in
-/// its slot).
-const RING: usize = 128;
+/// Bindings a thread remembers, in a table indexed by a hash of the handle
+/// (one slot a handle: a push overwrites the slot's binding). A task whose
+/// binding a push of another handle overwrote is unbound, and runs on the
+/// pool. Four times the tasks an entry holds (`outside.rs`, 64 in its deque
+/// and one in its slot), so that such a collision is rare.
+const TABLE: usize = 256;
 
-/// How many of the newest bindings an `AddTokenToGroup` looks through for
-/// its token: the lowering adds a token to its group right after the
-/// `Execute` that binds it (`make check-producer-order`: at most one other
-/// `Execute` between them in the corpus, in MLIR 14 to 22).
-const GROUP_LOOKBACK: usize = 2;
-
-// The ring's index wraps with a mask.
-const _: () = assert!(RING.is_power_of_two());
+// The table's index is a hash's top bits.
+const _: () = assert!(TABLE.is_power_of_two());
+const TABLE_BITS: u32 = TABLE.trailing_zeros();
 
 /// The objects one push bound to its task's handle.
 #[derive(Clone, Copy)]
@@ -70,24 +66,35 @@ const UNBOUND: Binding = Binding { handle: 0, objects: [0; OBJECTS], group: 0 };
 /// A thread's bindings.
 struct Binder {
     /// Tokens and values created on this thread since its last push
-    /// (completions' addresses), zero past the last.
+    /// (completions' addresses): the first `open_len`.
     open: [usize; OBJECTS],
     open_len: usize,
-    /// The newest pushes, `next` the oldest (overwritten next).
-    ring: [Binding; RING],
-    next: usize,
+    /// The bindings, by [`slot_of`] their handle.
+    table: [Binding; TABLE],
+    /// The slots of the two newest pushes, the newest first: an
+    /// `AddTokenToGroup` looks for its token there (the lowering adds a
+    /// token to its group right after the `Execute` that binds it; `make
+    /// check-producer-order`: at most one other `Execute` between them in
+    /// the corpus, in MLIR 14 to 22).
+    newest: [usize; 2],
+}
+
+/// The table slot of `handle`: Fibonacci hashing (a frame's address has
+/// zeros in its low bits).
+fn slot_of(handle: usize) -> usize {
+    ((handle as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - TABLE_BITS)) as usize
 }
 
 impl Binder {
     const fn new() -> Binder {
-        Binder { open: [0; OBJECTS], open_len: 0, ring: [UNBOUND; RING], next: 0 }
+        Binder { open: [0; OBJECTS], open_len: 0, table: [UNBOUND; TABLE], newest: [0; 2] }
     }
 
     fn created(&mut self, object: usize, token: bool) {
         if token {
             // A token starts the objects of the next `Execute` (its values
             // follow): older ones are bound to none.
-            self.open = [object, 0, 0, 0];
+            self.open[0] = object;
             self.open_len = 1;
         } else if self.open_len < OBJECTS {
             self.open[self.open_len] = object;
@@ -96,54 +103,37 @@ impl Binder {
     }
 
     fn pushed(&mut self, handle: usize, execute: bool) {
-        let binding = &mut self.ring[self.next];
+        let slot = slot_of(handle);
+        let binding = &mut self.table[slot];
         binding.handle = handle;
-        // `open` is zero past its last object.
-        binding.objects = if execute { self.open } else { [0; OBJECTS] };
+        let len = if execute { self.open_len } else { 0 };
+        binding.objects = std::array::from_fn(|i| if i < len { self.open[i] } else { 0 });
         binding.group = 0;
-        self.forget_open();
-        self.next = (self.next + 1) & (RING - 1);
-    }
-
-    /// The index of the newest of the `n` newest bindings for which `f`
-    /// holds. `next` is the oldest: the newest is just before it.
-    fn find_newest(&self, n: usize, f: impl Fn(&Binding) -> bool) -> Option<usize> {
-        let mut i = self.next;
-        for _ in 0..n {
-            i = i.wrapping_sub(1) & (RING - 1);
-            if f(&self.ring[i]) {
-                return Some(i);
-            }
-        }
-        None
+        self.open_len = 0;
+        self.newest = [slot, self.newest[0]];
     }
 
     fn added_to_group(&mut self, token: usize, group: usize) {
-        // Usually the token of the newest binding.
-        let newest = self.next.wrapping_sub(1) & (RING - 1);
-        if self.ring[newest].objects[0] == token && token != 0 {
-            self.ring[newest].group = group;
+        if token == 0 {
             return;
         }
-        if let Some(i) = self.find_newest(GROUP_LOOKBACK, |b| b.handle != 0 && b.objects.contains(&token)) {
-            self.ring[i].group = group;
+        for slot in self.newest {
+            let binding = &mut self.table[slot];
+            if binding.handle != 0 && binding.objects.contains(&token) {
+                binding.group = group;
+                return;
+            }
         }
     }
 
     fn produces(&self, handle: usize, awaited: usize) -> bool {
-        // The newest binding of the handle is its push's: pushes and
-        // bindings happen in the same order on this thread, and a ring
-        // overwrites its oldest entries first.
-        self.find_newest(RING, |b| b.handle == handle)
-            .is_some_and(|i| self.ring[i].group == awaited || self.ring[i].objects.contains(&awaited))
+        // The slot's binding is the newest push of its handle, or of
+        // another handle that overwrote it since.
+        let binding = &self.table[slot_of(handle)];
+        binding.handle == handle && (binding.group == awaited || binding.objects.contains(&awaited))
     }
 
-    fn forget_open(&mut self) {
-        if self.open_len != 0 {
-            self.open = [0; OBJECTS];
-            self.open_len = 0;
-        }
-    }
+
 }
 
 /// Owns a thread's binder; the `binder` slot of `tls` points to it while
@@ -161,21 +151,19 @@ thread_local! {
 }
 
 /// Calls `f` with this thread's binder; does nothing while the thread's
-/// thread-locals are torn down. Never inlined: a task on a task stack may
-/// move to another thread between two calls, and each call must find the
-/// thread it runs on (fibers.rs, "Thread-locals").
-#[inline(never)]
-fn with_binder(f: impl FnOnce(&mut Binder)) {
+/// thread-locals are torn down. Inlined into its callers, which are fresh
+/// activations (the ABI's functions, and a waiter's take of its next task,
+/// `WaiterBatch::next`): a task on a task stack may move to another thread
+/// between two of them, and each must find the thread it runs on
+/// (fibers.rs, "Thread-locals").
+#[inline(always)]
+fn with_binder<R: Default>(f: impl FnOnce(&mut Binder) -> R) -> R {
     let mut ptr = tls::with(|slots| slots.binder.get()).cast::<Owned>();
     if ptr.is_null() {
-        ptr = match BINDER.try_with(|owned| {
-            let ptr: *const Owned = &**owned;
-            tls::with(|slots| slots.binder.set(ptr.cast()));
-            ptr
-        }) {
-            Ok(ptr) => ptr,
-            Err(_) => return,
-        };
+        ptr = first_binder();
+        if ptr.is_null() {
+            return R::default();
+        }
     }
     // SAFETY: the slot points to this thread's binder while it lives (its
     // drop clears the slot); only this thread reaches it, and no reference
@@ -184,8 +172,23 @@ fn with_binder(f: impl FnOnce(&mut Binder)) {
     f(unsafe { &mut *(*ptr).0.get() })
 }
 
+/// This thread's binder, made and put in its slot; null while the
+/// thread's thread-locals are torn down.
+#[cold]
+#[inline(never)]
+fn first_binder() -> *const Owned {
+    BINDER
+        .try_with(|owned| {
+            let ptr: *const Owned = &**owned;
+            tls::with(|slots| slots.binder.set(ptr.cast()));
+            ptr
+        })
+        .unwrap_or(std::ptr::null())
+}
+
 /// A token (`token`) or a value was created on this thread, outside the
 /// pool.
+#[inline]
 pub(crate) fn created(object: &Completion, token: bool) {
     let object = object as *const Completion as usize;
     with_binder(|binder| binder.created(object, token));
@@ -194,6 +197,7 @@ pub(crate) fn created(object: &Completion, token: bool) {
 /// This thread pushed `task` into its own entry: an `Execute` binds the
 /// objects created since the last push; any other task (a continuation)
 /// is unbound.
+#[inline]
 pub(crate) fn pushed(task: &Task) {
     let handle = task.handle() as usize;
     let execute = task.origin() == Origin::Execute;
@@ -202,6 +206,7 @@ pub(crate) fn pushed(task: &Task) {
 
 /// `AddTokenToGroup(token, group)` on this thread: a task bound to the
 /// token produces a token of the group.
+#[inline]
 pub(crate) fn added_to_group(token: &Completion, group: &Completion) {
     let (token, group) = (token as *const Completion as usize, group as *const Completion as usize);
     with_binder(|binder| binder.added_to_group(token, group));
@@ -209,11 +214,10 @@ pub(crate) fn added_to_group(token: &Completion, group: &Completion) {
 
 /// True when `task`, which this thread pushed into its own entry, produces
 /// `awaited`: its token or one of its values, or a token of the group.
+#[inline]
 pub(crate) fn produces(task: &Task, awaited: &Completion) -> bool {
     let (handle, awaited) = (task.handle() as usize, awaited as *const Completion as usize);
-    let mut found = false;
-    with_binder(|binder| found = binder.produces(handle, awaited));
-    found
+    with_binder(|binder| binder.produces(handle, awaited))
 }
 
 #[cfg(test)]
@@ -282,16 +286,16 @@ mod tests {
         }
         b.pushed(1, true);
         assert!(b.produces(1, 100) && !b.produces(1, 100 + OBJECTS));
-        for handle in 2..2 + RING {
-            b.pushed(handle, true);
-        }
+        // Another handle in its slot unbinds it.
+        let other = (2..).find(|&h| slot_of(h) == slot_of(1)).unwrap();
+        b.pushed(other, true);
         assert!(!b.produces(1, 100));
     }
 
     #[test]
-    fn the_newest_binding_of_a_handle_counts_after_the_ring_wrapped() {
+    fn the_newest_binding_of_a_handle_counts() {
         let mut b = binder();
-        for round in 0..3 * RING {
+        for round in 0..3 * TABLE {
             // Handles come back (a freed frame's address reused).
             let handle = 1 + round % 7;
             b.created(1000 + round, true);
