@@ -24,7 +24,7 @@ function by function:
      its struct, and the values created between, in order, as fields 1..n;
   3. every mlirAsyncRuntimeAddTokenToGroup takes a token that is the result
      (field 0) of a call, earlier on its straight-line path, of a function
-     of check 1 (an outlined execute), with fewer than 8 (the binding's
+     of check 1 (an outlined execute), with fewer than 2 (the binding's
      look-back) other such calls between, and no blocking Await*, no
      coroutine suspension and no other call between (a task run by the
      waiting thread could push the binding out of the look-back, and a
@@ -63,8 +63,8 @@ import pipelines  # noqa: E402
 import toolchain  # noqa: E402
 
 DEDICATED = os.path.join(REPO, 'scripts', 'check', 'producer_order.mlir')
-# binding.rs: an AddTokenToGroup looks through the newest 8 bindings.
-GROUP_LOOKBACK = 8
+# binding.rs: an AddTokenToGroup looks through the two newest pushes.
+GROUP_LOOKBACK = 2
 # Calls allowed between CreateToken and Execute: the frame's allocation.
 ALLOCATORS = ('malloc', 'aligned_alloc')
 RUNTIME = re.compile(r'mlirAsyncRuntim\w*')

@@ -86,7 +86,7 @@ class ProducerOrder(unittest.TestCase):
         other = '    %%o%d = llvm.call @async_execute_fn() : () -> !llvm.struct<(ptr, ptr)>'
         r = check(before_add='\n'.join(other % i for i in range(po.GROUP_LOOKBACK)))
         self.assertEqual(len(r.violations), 1)
-        self.assertIn('8 other executes between it', r.violations[0])
+        self.assertIn('%d other executes between it' % po.GROUP_LOOKBACK, r.violations[0])
         r = check(before_add='\n'.join(other % i for i in range(po.GROUP_LOOKBACK - 1)))
         self.assertEqual((r.violations, dict(r.group_gaps)), ([], {po.GROUP_LOOKBACK - 1: 1}))
 
