@@ -142,7 +142,7 @@ class Pack:
 
     def env(self, runtime: str, workers: int) -> dict:
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("MLIR_ASYNC_RUNTIME_", "OMP_", "KMP_", "LD_"))}
+               if not k.startswith(("MLIR_ASYNC_RUNTIME_", "OMP_", "KMP_", "LD_", "BENCH_"))}
         env["LD_LIBRARY_PATH"] = self.library_path(runtime)
         if runtime == "ours":
             env["MLIR_ASYNC_RUNTIME_WORKERS"] = str(workers)
