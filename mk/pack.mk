@@ -19,8 +19,9 @@ bench-pack: build ## the benchmark pack target/bench-pack/: programs compiled ah
 	  --floor $(FLOOR_SO) --llvm-prefix $(LLVM_PREFIX)
 
 # env -i: no LLVM, no LD_LIBRARY_PATH, no variable of ours; the pack alone.
-bench-pack-ci: bench-pack ## the pack's tests, then the pack under env -i: ldd finds every library inside it, every program right at 1 and 2 workers, 1 run (make test)
+bench-pack-ci: bench-pack ## the pack's tests and locked.py's, then the pack under env -i: ldd finds every library inside it, every program right at 1 and 2 workers, 1 run (make test)
 	$(PYTHON) -m unittest discover -s scripts/bench -p 'test_pack_*.py'
+	$(PYTHON) -m unittest discover -s scripts/bench -p 'test_locked.py'
 	env -i $(BENCH_PACK_DIR)/run.sh --ldd >$(BENCH_PACK_DIR)-ldd.txt || { cat $(BENCH_PACK_DIR)-ldd.txt; exit 1; }
 	@tail -1 $(BENCH_PACK_DIR)-ldd.txt
 	env -i $(BENCH_PACK_DIR)/run.sh --workers 1,2 --runs 1 --out $(BENCH_PACK_CI)
