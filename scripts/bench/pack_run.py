@@ -32,6 +32,7 @@ Exit status: 0; 1 if a run on ours failed (others' failures are shown);
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import re
@@ -269,14 +270,16 @@ def table_rows(results: dict, ratios: dict, workers: list[int]) -> tuple[list[st
 
 
 def svg_plot(path: Path, ratios: dict, workers: list[int], title: str, subtitle: str) -> None:
-    """Speed-up against workers, one panel per program, one line per
-    runtime and the ideal (dashed)."""
+    """Speed-up against workers (log scale), one panel per program, one
+    line per runtime and the ideal (dashed)."""
     names = list(ratios)
     cols, pw, ph, m = 4, 230, 180, 38
     rows = (len(names) + cols - 1) // cols
     width, height = cols * pw + 20, rows * ph + 90
     top = max(workers) / workers[0]
-    xs = lambda w: m + (w - workers[0]) / max(1e-9, workers[-1] - workers[0]) * (pw - m - 12)  # noqa: E731
+    # Workers on a log scale (1, 2, 4, ... evenly apart), speed-up linear.
+    span = max(1e-9, math.log2(workers[-1] / workers[0]))
+    xs = lambda w: m + math.log2(w / workers[0]) / span * (pw - m - 12)  # noqa: E731
     ys = lambda v: ph - 28 - min(v, top * 1.25) / (top * 1.25) * (ph - 58)  # noqa: E731
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            'font-family="sans-serif" font-size="11">',
