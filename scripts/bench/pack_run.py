@@ -433,7 +433,7 @@ def main(argv: list[str]) -> int:
     caption = (f"Benchmark pack, {platform.node()}, {os.cpu_count()} CPUs ({len(cpus)} usable), "
                f"{started}; {runs} interleaved run(s) per cell; load average "
                f"{load0[0]:.2f} at start, {load1[0]:.2f} at end.\n"
-               f"Every run of N workers is pinned to CPUs {cpus[0]}..{cpus[workers[-1] - 1]}'s first N "
+               f"A run of N workers is pinned to the first N of CPUs {cpus[:workers[-1]]} "
                "(as taskset -c); ours: MLIR_ASYNC_RUNTIME_WORKERS=N; C++: its pool follows the "
                "pinning; libomp: OMP_NUM_THREADS=N; floor: one thread.\n"
                "Times: median seconds (IQR as % of the median). x R: speed-up of R over its "
