@@ -21,7 +21,8 @@ use, with sched_setaffinity as `taskset -c 0..N-1` would):
           CPU of the affinity mask (LLVM's hardware_concurrency), it reads
           no variable, so the pinning is what sets N
   libomp  OMP_NUM_THREADS=N, for the OpenMP lowering of the loops
-  floor   single-thread yardstick, at the smallest worker count only
+  floor   single-thread yardstick, at the smallest worker count only (not
+          for many-waiters: many threads calling it at once)
 Round i runs every (program, workers, runtime) once before round i + 1
 starts any; the order rotates. Each program checks its own answer and exits
 non-zero on a wrong one: such a run is FAIL in the table, never a time.
@@ -161,7 +162,7 @@ def plan(programs: list[dict], workers: list[int]) -> list[tuple[str, str, int]]
                 runs += [(p["name"], "ours", w), (p["name"], "cxx", w)]
             if p.get("omp"):
                 runs.append((p["name"], "omp", w))
-            if p.get("async") and w == workers[0]:
+            if p.get("async") and p.get("floor", True) and w == workers[0]:
                 runs.append((p["name"], "floor", w))
     return runs
 

@@ -39,14 +39,15 @@ class CommandLine(unittest.TestCase):
 
 class Plan(unittest.TestCase):
     PROGRAMS = [{"name": "a", "async": "bin/a", "omp": None},
-                {"name": "l", "async": "bin/l", "omp": "bin/l.omp"}]
+                {"name": "l", "async": "bin/l", "omp": "bin/l.omp"},
+                {"name": "w", "async": "bin/w", "omp": None, "floor": False}]
 
     def test_every_runtime_at_every_count_and_the_floor_once(self):
         runs = pack_run.plan(self.PROGRAMS, [1, 2])
         self.assertIn(("l", "omp", 2), runs)
         self.assertNotIn(("a", "omp", 1), runs)
         self.assertEqual([r for r in runs if r[1] == "floor"], [("a", "floor", 1), ("l", "floor", 1)])
-        self.assertEqual(len(runs), 2 * 2 * 2 + 2 + 2)
+        self.assertEqual(len(runs), 3 * 2 * 2 + 2 + 2)
 
     def test_rounds_rotate_the_same_runs(self):
         runs = pack_run.plan(self.PROGRAMS, [1, 2])
