@@ -381,6 +381,9 @@ def ldd_check(pack: Pack, programs: list[dict]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if sys.version_info < (3, 8):
+        print("run.sh: python3 3.8 or newer is needed (statistics.quantiles)", file=sys.stderr)
+        return 2
     cpus = sorted(os.sched_getaffinity(0))
     try:
         a = parse_args(argv, len(cpus))
