@@ -348,11 +348,13 @@ def ldd_check(pack: Pack, programs: list[dict]) -> int:
     allowed = GLIBC | (set() if pack.bundled_gcc else GCC_RUNTIME)
     root = str(pack.root.resolve()) + "/"
     bad = 0
+    seen = set()
     for p in programs:
         for rt in ("ours", "cxx", "floor", "omp"):
             key = "omp" if rt == "omp" else "async"
-            if not p.get(key):
+            if not p.get(key) or (p[key], rt) in seen or (rt == "floor" and not p.get("floor", True)):
                 continue
+            seen.add((p[key], rt))
             r = subprocess.run(["ldd", str(pack.root / p[key])], capture_output=True, text=True,
                                env=pack.env(rt, 1))
             parts, outside = [], []
@@ -369,7 +371,7 @@ def ldd_check(pack: Pack, programs: list[dict]) -> int:
                       f"{', '.join(outside) or r.stderr.strip()}")
             else:
                 print(f"ok   ldd {p[key]} [{WHO[rt]}]: {', '.join(parts)}")
-    checked = sum(1 for p in programs for k in ("async", "omp") if p.get(k))
+    checked = len({p[k] for p in programs for k in ("async", "omp") if p.get(k)})
     outside = "glibc's" + ("" if pack.bundled_gcc else
                            " and the system's GCC runtime (libstdc++, libgcc_s)")
     if bad:
