@@ -100,7 +100,8 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # suite's CI part (loom models, the re-injected historic bugs, a reduced
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
-# holds: bench/README.md), and the corpus under deterministic schedules
+# holds: bench/README.md), the benchmark pack under env -i at 1 and 2
+# workers (make bench-pack-ci: docs/scaling.md), and the corpus under deterministic schedules
 # (make explore-ci: docs/exploration.md; every program is also compared
 # with its sequential reference there), random parallel and async
 # programs against their sequential reference on MLIR 19 and 22 (make
@@ -112,7 +113,7 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # docs/catalyst.md), and corpus programs through MLIR's Python
 # ExecutionEngine of two bindings, many engines per process (make
 # python-engine-ci: docs/python-engine.md).
-test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci explore-ci fuzz-lowering-ci catalyst-ci python-engine-ci ## what CI runs: make setup, then every target marked (make test)
+test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci bench-pack-ci explore-ci fuzz-lowering-ci catalyst-ci python-engine-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

@@ -11,6 +11,8 @@ As a module (toolchain.py, lowering.py, corpus.py, lit.cfg.py, the scripts):
     v.passes(policy=True)               the bare pass list, no anchor
     v.sequential()                      scf.parallel as sequential loops
     v.openmp_pipeline()                 scf.parallel on OpenMP (libomp)
+    v.openmp_pipeline(front='convert-linalg-to-parallel-loops')
+                                        the same with a pass first
     v.pipeline(front='async-parallel-for{...}', fixed=True)
                                         with async-parallel-for-fixed, the
                                         patched pass of `make lowering-fixes`,
@@ -153,17 +155,20 @@ class Version:
         sequential loops, the reference lowering of a parallel loop."""
         return self.anchored(','.join(self.to_llvm))
 
-    def openmp_pipeline(self):
+    def openmp_pipeline(self, front=None):
         """scf.parallel to omp.parallel + omp.wsloop (the `openmp` passes),
-        then to-llvm with `openmp-to-llvm` before its last pass."""
+        then to-llvm with `openmp-to-llvm` before its last pass; `front`, a
+        pass to run first (e.g. convert-linalg-to-parallel-loops, which
+        makes linalg ops the scf.parallel loops that the `openmp` passes
+        take)."""
         if not (self.openmp and self.openmp_to_llvm):
             raise ValueError('MLIR %d has no openmp/openmp-to-llvm in %s'
                              % (self.number, TABLE))
         if self.to_llvm[-1] != 'reconcile-unrealized-casts':
             raise ValueError('MLIR %d: to-llvm must end with '
                              'reconcile-unrealized-casts' % self.number)
-        steps = self.openmp + self.to_llvm[:-1] + [self.openmp_to_llvm,
-                                                    self.to_llvm[-1]]
+        steps = ([front] if front else []) + self.openmp + self.to_llvm[:-1] + \
+            [self.openmp_to_llvm, self.to_llvm[-1]]
         return self.anchored(','.join(steps))
 
 
@@ -268,7 +273,7 @@ def main():
         print(v.sequential())
     elif a.openmp:
         try:
-            print(v.openmp_pipeline())
+            print(v.openmp_pipeline(front))
         except ValueError as e:
             sys.exit('pipelines: %s' % e)
     elif a.bare:

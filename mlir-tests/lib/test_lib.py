@@ -1,5 +1,6 @@
-"""The corpus library's one manifest reader, harness command line and
-toolchain knob (mlir-tests/lib/manifest.py, harness.py, toolchain.py).
+"""The corpus library's one manifest reader, harness command line,
+toolchain knob and OpenMP pipeline (mlir-tests/lib/manifest.py, harness.py,
+toolchain.py, pipelines.py).
 
     python3 -m unittest discover -s mlir-tests/lib -p 'test_*.py'
 (run by lit: mlir-tests/scripts.test)
@@ -13,6 +14,7 @@ from unittest import mock
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import manifest  # noqa: E402
+import pipelines  # noqa: E402
 import toolchain  # noqa: E402
 
 
@@ -69,6 +71,16 @@ class Knob(unittest.TestCase):
             self.assertEqual(toolchain.tools()['mlir_cpu_runner'], '/x/llvm-22/bin/mlir-runner')
         with mock.patch.dict(os.environ, {}, clear=True):
             self.assertEqual(toolchain.llvm_prefix(), toolchain.DEFAULT_LLVM_PREFIX)
+
+
+class OpenmpPipeline(unittest.TestCase):
+    def test_a_front_pass_runs_before_the_openmp_passes(self):
+        v = pipelines.load()[19]
+        plain = v.openmp_pipeline()
+        front = v.openmp_pipeline(front='convert-linalg-to-parallel-loops')
+        self.assertTrue(plain.startswith('builtin.module(convert-scf-to-openmp,'))
+        self.assertEqual(front, plain.replace(
+            'builtin.module(', 'builtin.module(convert-linalg-to-parallel-loops,', 1))
 
 
 if __name__ == '__main__':

@@ -7,8 +7,9 @@
 #     exactly the library's exported functions (but the runners' own
 #     hooks), and under C++17 the same declarations as MLIR's header;
 #  3. every program of the lowered corpus (MANIFEST, from `make corpus`) is
-#     compiled ahead of time: opt -passes='default<O1>' (which runs the
-#     coroutine passes), llc, the entry renamed and called from
+#     compiled ahead of time by scripts/corpus/aot_compile.sh: opt
+#     -passes='default<O1>' (which runs the coroutine passes), llc, the
+#     entry renamed and called from
 #     aot-tests/main.c; linked against the shared library and against the
 #     static one with `pkg-config --libs`; run; its stdout FileChecked and
 #     nothing left alive;
@@ -43,9 +44,6 @@ prefix=$(cd "$prefix" && pwd)
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-OPT=$llvm/bin/opt
-LLC=$llvm/bin/llc
-OBJCOPY=$llvm/bin/llvm-objcopy
 FILECHECK=$llvm/bin/FileCheck
 # The runner utils (printMemref..., the vector.print helpers) by full path:
 # never -L$llvm/lib, whose libmlir_async_runtime.so is the C++ runtime. The
@@ -151,12 +149,10 @@ while IFS=$'\t' read -r expected why name ll check_file check_prefix entry entry
   [ "$env" != - ] || env=""
   read -r -a envs <<<"$env"
   obj=$out/$name.o
-  # The coroutine passes (coro-early, coro-split, coro-cleanup) are part of
-  # opt's default<O1> pipeline; llc alone cannot lower the coroutine
-  # intrinsics that the async lowering emits.
-  if ! "$OPT" -passes='default<O1>' "$ll" -o "$out/$name.bc" 2>"$out/$name.compile.log" \
-     || ! "$LLC" -O1 -filetype=obj -relocation-model=pic "$out/$name.bc" -o "$obj" 2>>"$out/$name.compile.log" \
-     || ! "$OBJCOPY" --redefine-sym "$entry=aot_entry" "$obj" 2>>"$out/$name.compile.log"; then
+  # opt (its default<O1> pipeline runs the coroutine passes, which llc
+  # alone cannot do), llc, the entry renamed: the one recipe.
+  if ! bash "$root/scripts/corpus/aot_compile.sh" --llvm-prefix "$llvm" "$ll" "$obj" "$entry" aot_entry \
+       2>"$out/$name.compile.log"; then
     fail "$name compile" "opt/llc/llvm-objcopy failed" "$out/$name.compile.log"; continue
   fi
   for link in shared static; do
