@@ -79,10 +79,9 @@ use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 /// thread is blocked (see [`Blocked::check_stuck`]).
 pub(super) const STUCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// How long an idle drainer keeps looking for work before it leaves: a
-/// producer often pushes the next task within microseconds, and a drainer
-/// that is still there saves starting a new one (a pool job, a wake-up).
-/// First busy-wait rounds, then rounds that yield the core.
+/// How long an idle drainer keeps looking for work before it leaves (a
+/// producer often pushes the next task within microseconds): busy-wait
+/// rounds, then rounds that yield the core.
 const IDLE_SPINS: u32 = 32;
 const IDLE_YIELDS: u32 = 64;
 
@@ -102,21 +101,14 @@ pub(crate) struct Scheduler {
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spares: Arc<Spares>,
     idle: IdleSignal,
-    /// Idle drainers looking for work (spinning or yielding), and how many
-    /// may at once: half the machine's cores, at least one, at most the
-    /// workers. A drainer beyond that leaves at once. On an oversubscribed
-    /// machine (more workers than cores) every idle drainer that yields
-    /// takes a core from a thread that has work; a drainer that leaves
-    /// costs nothing but the start of a new one when work comes (20,000
-    /// fine-grained loops, 4 workers on 2 cores: 0.57 s with every idle
-    /// drainer spinning, 0.34 s with one; threads/README.md, "How a thread
-    /// waits"). A task put in a thread's slot starts a drainer only when
-    /// none looks for work (`lookout.rs`).
+    /// Idle drainers looking for work, and how many may at once: half the
+    /// cores, at least one, at most the workers (`max_spinning`; why:
+    /// threads/README.md, "How a thread waits"; the wake-up of a task put
+    /// in a slot: `lookout.rs`).
     lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
-    /// The one-line report of a thread start refused by the system was
-    /// printed.
+    /// The one-line report of a thread refused by the system was printed.
     refusal_reported: AtomicBool,
     /// Tasks switched out of their thread (on a task stack of their own)
     /// and not yet resumed: while any is, the scheduler is not idle.
@@ -125,8 +117,7 @@ pub(crate) struct Scheduler {
     /// not finished it (`waiter.rs`): while any has, the scheduler is not
     /// idle.
     waiter_tasks: AtomicUsize,
-    /// The floating-point environment the pool's threads started with,
-    /// which the tasks a waiting thread runs get too (`waiter.rs`).
+    /// The pool threads' first floating-point environment (`waiter.rs`).
     pool_env: PoolEnv,
     /// This scheduler, for the outside threads' entries, which keep it.
     me: std::sync::Weak<Scheduler>,
@@ -312,8 +303,7 @@ impl Scheduler {
         // their own, the queue's first steals on the creating thread did
         // this by chance.
         let _ = Worker::<()>::new_lifo().stealer().steal();
-        // The pool's threads inherit this thread's environment.
-        let pool_env = PoolEnv::capture();
+        let pool_env = PoolEnv::capture(); // the pool's threads inherit it
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
