@@ -35,7 +35,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::base::task::{Origin, Route, Task};
 use crate::instance::threads::handoff::Handoff;
 use crate::instance::threads::stacks::TaskStack;
-use crate::instance::threads::{migration, overflow, stacks, Scheduler, SchedulerRef};
+use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -433,14 +433,16 @@ impl WaiterFiber {
         WaiterFiber { fiber: None }
     }
 
+    /// True when the next batch needs a new fiber (the thread's first, or
+    /// one after a task took the last with it).
+    pub(super) fn needs_fiber(&self) -> bool {
+        self.fiber.is_none()
+    }
+
     /// Makes sure a fiber is ready for the next batch; false when no stack
     /// can be had (the waiter then runs no task).
     pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
         if self.fiber.is_none() {
-            // A task that overflows its stack here is named, as on a
-            // worker (gives the thread an alternate signal stack if it has
-            // none): once, before the thread's first fiber.
-            overflow::prepare_thread();
             self.fiber = new_waiter_fiber(scheduler);
         }
         self.fiber.is_some()

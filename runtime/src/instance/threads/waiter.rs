@@ -31,7 +31,7 @@ use crate::base::task::Task;
 use crate::instance::config::WaiterRuns;
 use crate::instance::threads::deques::SlotPatience;
 use crate::instance::threads::fibers::WaiterBatch;
-use crate::instance::threads::Scheduler;
+use crate::instance::threads::{overflow, Scheduler};
 use crate::object::completion::Completion;
 use crate::sync::Ordering;
 
@@ -67,6 +67,13 @@ impl Scheduler {
             return 0;
         }
         self.with_waiter_fiber(|fiber| {
+            if fiber.needs_fiber() {
+                // A task that overflows its stack here is named, as on a
+                // worker (gives the thread an alternate signal stack if it
+                // has none): before a new fiber, not at every batch (a
+                // thread-local look, 11 instructions a blocking await).
+                overflow::prepare_thread();
+            }
             if !fiber.ready(self) {
                 return 0;
             }
