@@ -17,20 +17,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{run_child, task, TokenPtr};
+use common::{await_token, drop_token, run_child, task, TokenPtr};
 use mlir_async_runtime::abi::*;
 
 const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
-
-fn await_token(token: TokenPtr) {
-    // SAFETY: the caller holds a reference to the token.
-    unsafe { mlirAsyncRuntimeAwaitToken(token.get()) };
-}
-
-fn drop_token(token: TokenPtr) {
-    // SAFETY: the caller's reference.
-    unsafe { mlirAsyncRuntimeDropRef(token.get().cast(), 1) };
-}
 
 /// Queues a task that runs `body` and then completes its token, in the
 /// order MLIR's lowering of `async.execute` calls the runtime (the token

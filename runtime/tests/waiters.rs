@@ -14,23 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use common::{run_child, task, TokenPtr};
+use common::{await_token, drop_token, run_child, task, TokenPtr};
 use mlir_async_runtime::abi::*;
 
 const SCENARIO_ENV: &str = "MLIR_ASYNC_RUNTIME_TEST_SCENARIO";
 
 /// A child's exit code when a wait gave up.
 const HUNG: i32 = 3;
-
-fn await_token(token: TokenPtr) {
-    // SAFETY: the caller holds a reference to the token.
-    unsafe { mlirAsyncRuntimeAwaitToken(token.get()) };
-}
-
-fn drop_token(token: TokenPtr) {
-    // SAFETY: the caller's reference.
-    unsafe { mlirAsyncRuntimeDropRef(token.get().cast(), 1) };
-}
 
 /// Queues a task that runs `body` and then completes a token; returns the
 /// token (one reference, the caller's).

@@ -43,6 +43,18 @@ impl TokenPtr {
     }
 }
 
+/// Awaits `token` from this thread (the caller holds a reference).
+pub fn await_token(token: TokenPtr) {
+    // SAFETY: the caller holds a reference to the token.
+    unsafe { mlir_async_runtime::abi::mlirAsyncRuntimeAwaitToken(token.get()) };
+}
+
+/// Drops the caller's reference to `token`.
+pub fn drop_token(token: TokenPtr) {
+    // SAFETY: the caller's reference.
+    unsafe { mlir_async_runtime::abi::mlirAsyncRuntimeDropRef(token.get().cast(), 1) };
+}
+
 /// Runs a task that completes a token, and awaits it from this thread.
 pub fn execute_and_await() {
     let token = TokenPtr::new(mlir_async_runtime::abi::mlirAsyncRuntimeCreateToken());
