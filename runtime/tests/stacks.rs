@@ -31,10 +31,9 @@
 mod common;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{ChildRun, TokenPtr};
+use common::{run_child_with, ChildRun, TokenPtr};
 use mlir_async_runtime::abi::*;
 
 const CASE_ENV: &str = "MLIR_ASYNC_RUNTIME_STACKS_CASE";
@@ -294,52 +293,22 @@ fn stacks_child() {
 /// Runs `case` in a child whose `RLIMIT_STACK` soft limit is `stack_limit`
 /// bytes from its start, as `ulimit -s` in its shell would set it.
 fn run_case(case: &str, stack_limit: u64, env: &[(&str, &str)]) -> ChildRun {
-    use std::io::Read;
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "stacks_child", "--nocapture", "--test-threads=1"])
-        .env(CASE_ENV, case)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    // SAFETY: between fork and exec, only async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-            libc::getrlimit(libc::RLIMIT_STACK, &mut limit);
-            limit.rlim_cur = stack_limit.min(limit.rlim_max);
-            if libc::setrlimit(libc::RLIMIT_STACK, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
+    let mut all = vec![(CASE_ENV, case)];
+    all.extend_from_slice(env);
+    run_child_with("stacks_child", &all, Duration::from_secs(60), |cmd| {
+        // SAFETY: between fork and exec, only async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                libc::getrlimit(libc::RLIMIT_STACK, &mut limit);
+                limit.rlim_cur = stack_limit.min(limit.rlim_max);
+                if libc::setrlimit(libc::RLIMIT_STACK, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    ChildRun { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+    })
 }
 
 /// The stderr lines of a child, less the test harness's.

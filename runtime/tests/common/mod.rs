@@ -223,6 +223,17 @@ impl ChildRun {
 /// after `limit`. Scenarios that can hang, crash or need a fresh process
 /// (worker counts are read once per runtime) run this way.
 pub fn run_child(child_test: &str, env: &[(&str, &str)], limit: Duration) -> ChildRun {
+    run_child_with(child_test, env, limit, |_| {})
+}
+
+/// [`run_child`], with `configure` given the command before it spawns (a
+/// resource limit set in the child, say).
+pub fn run_child_with(
+    child_test: &str,
+    env: &[(&str, &str)],
+    limit: Duration,
+    configure: impl FnOnce(&mut std::process::Command),
+) -> ChildRun {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let exe = std::env::current_exe().unwrap();
@@ -233,6 +244,7 @@ pub fn run_child(child_test: &str, env: &[(&str, &str)], limit: Duration) -> Chi
     for (k, v) in env {
         cmd.env(k, v);
     }
+    configure(&mut cmd);
     let mut child = cmd.spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
