@@ -244,9 +244,10 @@ fn many_threads(threads: usize, rounds: usize) {
 }
 
 /// Two workers run long tasks that another thread queued; this thread
-/// queues a short task and awaits it. While both workers run, the waiter
-/// leaves its task to them (a third busy thread on two cores would slow
-/// them): it runs on a worker once one is free. Prints where it ran.
+/// queues a short task and awaits it. The waiter runs it at once, busy
+/// workers or not (on the C++ runtime it would wait for a free thread):
+/// the waiter is blocked otherwise, and takes part, as OpenMP's caller
+/// does. Prints where it ran.
 fn producer_while_workers_busy(rounds: usize) {
     let me = std::thread::current().id();
     let mut here = 0;
@@ -384,10 +385,10 @@ fn a_waiting_thread_takes_a_task_from_a_busy_workers_slot() {
 }
 
 #[test]
-fn a_waiter_leaves_its_producer_to_the_workers_while_all_of_them_run_tasks() {
+fn a_waiter_runs_its_producer_while_all_the_workers_run_long_tasks() {
     let out = run_scenario("producer-while-workers-busy", &[]);
     let (here, all) = count_after(&out, "ran here while the workers were busy:");
-    // A worker that finished its long task early and looked for work for a
-    // moment lets the waiter run it: rare, on a loaded machine.
-    assert!(here * 4 <= all, "the waiter ran {here} of {all} producers beside two busy workers");
+    // Both workers spin for 20 ms each round: neither can take the task
+    // before the waiter does, but on a loaded machine, rarely.
+    assert!(here * 10 >= all * 9, "the waiter ran {here} of {all} producers beside two busy workers");
 }

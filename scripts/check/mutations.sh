@@ -130,6 +130,12 @@ run 13-leave-no-fence-loom mutation-leave-no-fence caught "the task queued on th
     "${loom[@]}" --features mutation-leave-no-fence --lib -- --exact "$entries"
 run 14-push-no-fence-loom mutation-push-no-fence caught "the task queued on the outside entry was stranded" -- \
     "${loom[@]}" --features mutation-push-no-fence --lib -- --exact "$entries"
+# (15) a waiter's look at a pool binding without the re-check of the
+# entry's version: loom finds a read torn between two pushes into one
+# entry, which joins one task's handle to another's token.
+run 15-binding-no-recheck-loom mutation-binding-no-recheck caught "a torn read of their entry" -- \
+    "${loom[@]}" --features mutation-binding-no-recheck --lib -- --exact \
+    instance::threads::loom_bindings::a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

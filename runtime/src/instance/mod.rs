@@ -334,22 +334,22 @@ pub(crate) fn resume_when_complete(completion: &Completion, task: Task) {
     }
 }
 
-/// A token (`token`) or value that the caller of the ABI created: on a
-/// thread outside the pool, bound to the task it queues next
-/// (`threads/binding.rs`), so that its waits may run that task.
+/// A token (`token`) or value that the caller of the ABI created: bound
+/// to the task this thread queues next (`threads/binding.rs`; on a runtime
+/// thread, `threads/pool_bindings.rs`), so that a wait for it may run that
+/// task.
 #[inline(always)]
 pub(crate) fn object_created(object: &Completion, token: bool) {
-    if !threads::on_runtime_thread() {
-        threads::binding::created(object, token);
-    }
+    threads::binding::created(object, token);
 }
 
-/// `AddTokenToGroup(token, group)`: on a thread outside the pool, the task
-/// bound to the token produces a token of the group.
+/// `AddTokenToGroup(token, group)`: the task bound to the token produces a
+/// token of the group.
 #[inline(always)]
 pub(crate) fn token_added_to_group(token: &Completion, group: &Completion) {
-    if !threads::on_runtime_thread() {
-        threads::binding::added_to_group(token, group);
+    match threads::current() {
+        Some(scheduler) => scheduler.pool_token_added_to_group(token, group),
+        None => threads::binding::added_to_group(token, group),
     }
 }
 

@@ -91,3 +91,10 @@ pub(crate) const LEAVE_NO_FENCE: bool = cfg!(feature = "mutation-leave-no-fence"
 /// it may see a drainer still looking, or a permit still taken, that is
 /// gone, while that drainer's look missed the put.
 pub(crate) const PUSH_NO_FENCE: bool = cfg!(feature = "mutation-push-no-fence");
+
+/// (15) A waiter's look at a pool binding (`instance/threads/pool_bindings.rs`)
+/// does not read the entry's version again after its fields, so a read
+/// that overlaps a push of another handle into the same entry can join
+/// the old handle to the new token: a task the waiter does not wait for
+/// would run on its thread (the loom model `loom_bindings.rs` finds it).
+pub(crate) const BINDING_NO_RECHECK: bool = cfg!(feature = "mutation-binding-no-recheck");

@@ -77,6 +77,10 @@ struct Binder {
     /// check-producer-order`: at most one other `Execute` between them in
     /// the corpus, in MLIR 14 to 22).
     newest: [usize; 2],
+    /// On a runtime thread, the handles of its two newest pushes, the
+    /// newest first: its `AddTokenToGroup` looks for its token in their
+    /// pool bindings (`pool_bindings.rs`), as `newest` here.
+    newest_pool: [usize; 2],
 }
 
 /// The table slot of `handle`: Fibonacci hashing (a frame's address has
@@ -87,7 +91,7 @@ fn slot_of(handle: usize) -> usize {
 
 impl Binder {
     const fn new() -> Binder {
-        Binder { open: [0; OBJECTS], open_len: 0, table: [UNBOUND; TABLE], newest: [0; 2] }
+        Binder { open: [0; OBJECTS], open_len: 0, table: [UNBOUND; TABLE], newest: [0; 2], newest_pool: [0; 2] }
     }
 
     fn created(&mut self, object: usize, token: bool) {
@@ -111,6 +115,15 @@ impl Binder {
         binding.group = 0;
         self.open_len = 0;
         self.newest = [slot, self.newest[0]];
+    }
+
+    /// A runtime thread pushes a task with `handle`: the token created
+    /// since its last push, if any (zero otherwise), for its pool binding.
+    fn pushed_to_pool(&mut self, handle: usize) -> usize {
+        let token = if self.open_len > 0 { self.open[0] } else { 0 };
+        self.open_len = 0;
+        self.newest_pool = [handle, self.newest_pool[0]];
+        token
     }
 
     fn added_to_group(&mut self, token: usize, group: usize) {
@@ -190,7 +203,7 @@ fn first_binder() -> *const Owned {
 /// pool.
 #[inline]
 pub(crate) fn created(object: &Completion, token: bool) {
-    let object = object as *const Completion as usize;
+    let object = address(object);
     with_binder(|binder| binder.created(object, token));
 }
 
@@ -208,15 +221,36 @@ pub(crate) fn pushed(task: &Task) {
 /// token produces a token of the group.
 #[inline]
 pub(crate) fn added_to_group(token: &Completion, group: &Completion) {
-    let (token, group) = (token as *const Completion as usize, group as *const Completion as usize);
+    let (token, group) = (address(token), address(group));
     with_binder(|binder| binder.added_to_group(token, group));
+}
+
+/// This runtime thread pushes a task with `handle` into its slot: the
+/// token it created since its last push, or zero, which the caller binds
+/// to the task in the pool's bindings (`pool_bindings.rs`).
+#[inline]
+pub(super) fn pushed_to_pool(handle: usize) -> usize {
+    with_binder(|binder| binder.pushed_to_pool(handle))
+}
+
+/// The handles of this runtime thread's two newest pushes, the newest
+/// first (zero where none).
+#[inline]
+pub(super) fn newest_pool_pushes() -> [usize; 2] {
+    with_binder(|binder| binder.newest_pool)
+}
+
+/// A completion's address, the key of every binding.
+#[inline(always)]
+pub(crate) fn address(object: &Completion) -> usize {
+    object as *const Completion as usize
 }
 
 /// True when `task`, which this thread pushed into its own entry, produces
 /// `awaited`: its token or one of its values, or a token of the group.
 #[inline]
 pub(crate) fn produces(task: &Task, awaited: &Completion) -> bool {
-    let (handle, awaited) = (task.handle() as usize, awaited as *const Completion as usize);
+    let (handle, awaited) = (task.handle() as usize, address(awaited));
     with_binder(|binder| binder.produces(handle, awaited))
 }
 

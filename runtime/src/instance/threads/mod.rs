@@ -8,8 +8,9 @@
 //!   tasks stored by value), or, when a runtime thread makes a continuation
 //!   ready, to that thread's next-task slot, run right after its current
 //!   task returns: a chain of any length runs in a loop, never nested.
-//! - Drainers take tasks from the queue and run them: jobs on the rayon
-//!   pool (its threads are the workers) and, when every pool thread is
+//! - Drainers take tasks from the queue and run them: on the rayon pool's
+//!   threads (the workers, each in a loop that waits for a start,
+//!   `pool_starts.rs`) and, when every pool thread is
 //!   taken because some are blocked, spare threads. A drainer holds one of
 //!   `workers` run permits while it takes tasks ([`Drainers`]).
 //! - A runtime thread that blocks in an `Await*` inside a task gives its
@@ -29,6 +30,8 @@ mod handoff;
 mod idle;
 mod lookout;
 #[cfg(all(test, loom))]
+mod loom_bindings;
+#[cfg(all(test, loom))]
 mod loom_drainers;
 #[cfg(all(test, loom))]
 mod loom_entries;
@@ -43,6 +46,8 @@ mod loom_spares;
 pub(crate) mod migration;
 mod outside;
 mod overflow;
+mod pool_bindings;
+mod pool_starts;
 mod shutdown;
 mod slot;
 pub(crate) mod spares;
@@ -61,19 +66,22 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::{platform_stack_size, Config};
+use crate::instance::config::{platform_stack_size, Config, WaiterRuns};
 use crate::instance::threads::deques::{Deques, SlotPatience};
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
+use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot};
 use crate::instance::threads::lookout::Lookout;
+use crate::instance::threads::pool_bindings::PoolBindings;
+use crate::instance::threads::pool_starts::PoolStarts;
 use crate::instance::threads::slot::Slot;
-use crate::instance::threads::spares::{NotStarted, SpareThread, Spares};
+use crate::instance::threads::spares::{SpareThread, Spares};
+use crate::object::completion::Completion;
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::fenv::PoolEnv;
-use crate::sync::misuse::{abort_misuse, warn};
+use crate::sync::misuse::abort_misuse;
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize};
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -97,6 +105,11 @@ pub(crate) struct Scheduler {
     deques: Deques,
     drainers: Drainers,
     pool: Mutex<Option<rayon::ThreadPool>>,
+    /// Drainer starts owed to the pool's threads, which wait for them.
+    pool_starts: PoolStarts,
+    /// What the tasks that runtime threads queue produce, for waiters
+    /// (`pool_bindings.rs`).
+    pool_bindings: PoolBindings,
     /// The pool's threads, spawned by us so that shutdown can join them.
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spares: Arc<Spares>,
@@ -130,6 +143,8 @@ pub(super) struct SchedulerRef(*const Scheduler);
 // SAFETY: a scheduler is `Sync`; the pointer stays valid for as long as
 // any of its threads runs (see `Scheduler::join_threads`).
 unsafe impl Send for SchedulerRef {}
+// SAFETY: as above; the pointer is only read.
+unsafe impl Sync for SchedulerRef {}
 
 impl SchedulerRef {
     /// # Safety
@@ -321,12 +336,14 @@ impl Scheduler {
             .panic_handler(|_| abort_misuse("worker thread", "the runtime panicked"))
             .build()
             .unwrap_or_else(|e| abort_misuse("runtime start", &format!("cannot start the pool: {e}")));
-        Arc::new_cyclic(|me| Scheduler {
+        let scheduler = Arc::new_cyclic(|me| Scheduler {
             config,
             queue: Injector::new(),
             deques: Deques::new(config.max_threads),
             drainers: Drainers::new(config.workers),
-            pool: Mutex::new(Some(pool)),
+            pool: Mutex::new(None),
+            pool_starts: PoolStarts::new(),
+            pool_bindings: PoolBindings::new(),
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
@@ -337,7 +354,13 @@ impl Scheduler {
             waiter_tasks: AtomicUsize::new(0),
             pool_env,
             me: me.clone(),
-        })
+        });
+        let this = scheduler.as_ref().as_ref();
+        // SAFETY: the scheduler outlives its pool's threads' loops, which
+        // end when the pool closes (`Scheduler::join_threads`).
+        pool.spawn_broadcast(move |_| unsafe { this.get() }.run_pool_thread());
+        *lock(&scheduler.pool) = Some(pool);
+        scheduler
     }
 
     pub(crate) fn config(&self) -> Config {
@@ -387,6 +410,10 @@ impl Scheduler {
             }
             fuzz::Detour::Usual => {}
         }
+        if self.config.waiters_run == WaiterRuns::Producers {
+            let token = binding::pushed_to_pool(task.handle() as usize);
+            self.pool_bindings.bind(&task, token);
+        }
         // SAFETY: this thread runs this scheduler's drain loop
         // (`is_current`), which registered its state, slot and deque first.
         let s = unsafe { drainer_state() };
@@ -399,6 +426,16 @@ impl Scheduler {
             }
         }
         self.after_local_push();
+    }
+
+    /// `AddTokenToGroup(token, group)` inside a task on this scheduler's
+    /// thread: the task this thread queued for the token produces a token
+    /// of the group (`pool_bindings.rs`).
+    pub(crate) fn pool_token_added_to_group(&self, token: &Completion, group: &Completion) {
+        if self.config.waiters_run == WaiterRuns::Producers {
+            let pushes = binding::newest_pool_pushes();
+            self.pool_bindings.add_group(pushes, binding::address(token), binding::address(group));
+        }
     }
 
     /// After a task was put in this thread's slot or deque: starts a
@@ -498,59 +535,6 @@ impl Scheduler {
         });
     }
 
-    /// Starts the drainer `start` took a permit for: a job on the pool, or
-    /// a spare thread when every pool thread is taken.
-    fn start_drainer(&self, start: Start) {
-        match start {
-            Start::NotNeeded => {}
-            Start::PoolJob => {
-                let this = self.as_ref();
-                let pool = lock(&self.pool);
-                let Some(pool) = pool.as_ref() else {
-                    // The threads were joined: the scheduler was idle with
-                    // its gate closed, so no task waits or can come. This
-                    // start came from a stale look (a leaving drainer saw a
-                    // task in another's slot, which its owner ran before
-                    // the scheduler went idle): give the permit back.
-                    let _ = self.drainers.leave(DrainerKind::PoolJob, true);
-                    return;
-                };
-                // SAFETY: the scheduler outlives its pool's jobs.
-                pool.spawn(move || unsafe { this.get() }.run_drainer(None));
-            }
-            Start::Spare => {
-                let this = self.as_ref();
-                // SAFETY: the scheduler outlives its spare threads' jobs.
-                let job = Box::new(move |spare: &SpareThread| unsafe { this.get() }.run_drainer(Some(spare)));
-                match self.spares.run(job) {
-                    Ok(started) => {
-                        if started {
-                            observe::spare_thread_started();
-                        }
-                    }
-                    Err(NotStarted::AtCap) => {
-                        // At the cap every thread is busy, and some are
-                        // blocked: the queued tasks wait until one of them
-                        // goes on and takes a permit back (its drain loop
-                        // reacquires one). Trying again now would only
-                        // spin.
-                        let _ = self.drainers.spare_failed();
-                    }
-                    Err(NotStarted::Refused(error)) => {
-                        // Below the cap, the system refused the thread. The
-                        // blocked threads may wait for the very tasks
-                        // queued here, so nobody might take the permit back:
-                        // the next blocked thread to wake tries again
-                        // (`retry_refused_start`). Trying again now would
-                        // only spin on the system's limit.
-                        let _ = self.drainers.spare_refused();
-                        self.report_refusal(&error);
-                    }
-                }
-            }
-        }
-    }
-
     /// After a drainer left, blocked, or failed to start.
     fn after_leave(&self, after: Snapshot) {
         self.act_after_leave(self.drainers.after_leave(after, || self.queue.is_empty()));
@@ -579,22 +563,5 @@ impl Scheduler {
     /// and a permit is free (`Drainers::retry_refused`).
     fn retry_refused_start(&self) {
         self.act_after_leave(self.drainers.retry_refused(|| self.queue.is_empty()));
-    }
-
-    /// Says once per instance, on one line, that the system refused a
-    /// thread below the runtime's cap, naming both limits.
-    fn report_refusal(&self, error: &std::io::Error) {
-        // Relaxed: it only decides which thread prints; nothing is
-        // published through it.
-        if self.refusal_reported.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        warn(&format!(
-            "the system refused a runtime thread: {error}; {} runtime thread(s) alive, below the cap of {} \
-             (MLIR_ASYNC_RUNTIME_MAX_THREADS), so the system's limit binds first (ulimit -u, memory); \
-             queued tasks wait, and blocked threads try the start again as they wake, each once a second",
-            self.threads(),
-            self.config.max_threads,
-        ));
     }
 }

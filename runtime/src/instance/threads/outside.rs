@@ -240,10 +240,19 @@ impl Scheduler {
         let Ok(mut fiber) = entry.fiber.try_borrow_mut() else {
             return f(&mut WaiterFiber::new());
         };
-        // Thieves give the tasks of a thread that runs them more time.
-        self.deques.set_outside_running(entry.entry, true);
+        // With `WaiterRuns::Any`, thieves give the tasks of a thread that
+        // runs them more time. A waiter for its producers leaves the
+        // others to the pool at once, and the flag's two stores a batch,
+        // on a line that a looking worker reads, cost a blocking await
+        // more than they saved.
+        let flag = self.config.waiters_run == WaiterRuns::Any;
+        if flag {
+            self.deques.set_outside_running(entry.entry, true);
+        }
         let result = f(&mut fiber);
-        self.deques.set_outside_running(entry.entry, false);
+        if flag {
+            self.deques.set_outside_running(entry.entry, false);
+        }
         result
     }
 

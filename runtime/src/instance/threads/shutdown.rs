@@ -53,6 +53,7 @@ impl Scheduler {
         // Dropping the pool lets its threads leave once their queues are
         // empty (they are: idle); joining them means none runs anything
         // after this function returns.
+        self.pool_starts.close();
         drop(lock(&self.pool).take());
         let handles = std::mem::take(&mut *lock(&self.pool_threads));
         for handle in handles {
