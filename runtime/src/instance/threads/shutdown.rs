@@ -33,6 +33,7 @@ impl Scheduler {
     /// Blocks until no task is queued or running, or `timeout` passed;
     /// true when idle.
     pub(crate) fn wait_idle(&self, timeout: Option<Duration>) -> bool {
+        self.take_back_owed_starts();
         self.idle.wait(timeout, || self.is_idle())
     }
 
