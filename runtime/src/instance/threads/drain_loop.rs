@@ -145,6 +145,19 @@ impl Scheduler {
                 }
                 spinning = true;
             }
+            if self.cores_taken() {
+                // Every core runs a task, a waiter's among them (a
+                // parallel loop's caller and the workers): a drainer that
+                // spun or yielded here would be one thread more than the
+                // cores, and slow them all. It sleeps between its looks
+                // while that lasts, still counted as looking: a task put
+                // in a slot meanwhile starts no drainer, and is taken at
+                // its next look, or by its owner.
+                std::thread::sleep(SLOT_WAIT_NAP);
+                patience.napping();
+                patience.next_round();
+                continue;
+            }
             if patience.saw_waiting_outside() {
                 // A task waits in an outside thread's entry, taken within
                 // microseconds (`OUTSIDE_GRACE_NS`, `OUTSIDE_PATIENCE_NS`):

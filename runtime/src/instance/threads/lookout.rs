@@ -43,6 +43,12 @@ impl Lookout {
         Lookout { looking: AtomicUsize::new(0), max }
     }
 
+    /// How many drainers look for work now (a hint).
+    pub(super) fn looking(&self) -> usize {
+        // Relaxed: a hint; nothing is published through it.
+        self.looking.load(Ordering::Relaxed)
+    }
+
     /// A drainer found no task and starts looking; false (and nothing
     /// counted) when enough drainers look already.
     pub(super) fn start_looking(&self) -> bool {

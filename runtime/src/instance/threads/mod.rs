@@ -132,6 +132,8 @@ pub(crate) struct Scheduler {
     waiter_tasks: AtomicUsize,
     /// The pool threads' first floating-point environment (`waiter.rs`).
     pool_env: PoolEnv,
+    /// The machine's parallelism (`Scheduler::cores_taken`).
+    cores: usize,
     /// This scheduler, for the outside threads' entries, which keep it.
     me: std::sync::Weak<Scheduler>,
 }
@@ -301,10 +303,14 @@ pub(super) fn forget_thread_context() {
     });
 }
 
+/// The machine's parallelism.
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How many idle drainers may look for work at once (`Scheduler::lookout`).
 fn max_spinning(workers: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores / 2).clamp(1, workers.max(1))
+    (available_cores() / 2).clamp(1, workers.max(1))
 }
 
 impl Scheduler {
@@ -353,6 +359,7 @@ impl Scheduler {
             switched_out: AtomicUsize::new(0),
             waiter_tasks: AtomicUsize::new(0),
             pool_env,
+            cores: available_cores(),
             me: me.clone(),
         });
         let this = scheduler.as_ref().as_ref();

@@ -117,6 +117,18 @@ impl Scheduler {
         })
     }
 
+    /// True while waiters run tasks and, with the workers that run one
+    /// (a permit held, not looking for work), fill every core (a hint:
+    /// `drain_loop.rs` naps rather than spin then).
+    pub(super) fn cores_taken(&self) -> bool {
+        // Relaxed: a hint; nothing is published through it.
+        let waiters = self.waiter_tasks.load(Ordering::Relaxed);
+        waiters > 0 && {
+            let running = self.drainers.snapshot().permits().saturating_sub(self.lookout.looking());
+            waiters + running >= self.cores
+        }
+    }
+
     /// A cheap look, before the waiter counts itself in: may a task be
     /// queued for it? (One queued after this look is seen at the waiter's
     /// next round.) The slots only every few rounds, as an idle drainer
