@@ -20,8 +20,8 @@ fn task(handle: usize) -> Task {
 
 /// A worker pushed task A (bound to token `a`) and now pushes task B,
 /// whose handle shares A's entry, bound to token `b`, while a second
-/// worker pushes a third task into the same entry; a waiter looks at
-/// whether A produces `b`. A never does: the look must not join A's
+/// worker pushes a third task (bound too) into the same entry; a waiter
+/// looks at whether A produces `b`. A never does: the look must not join A's
 /// handle, still in the entry, with B's token, being written. Without the
 /// re-check of the version after the fields (mutation 15) loom finds that
 /// torn read, which would run on the waiter a task it does not wait for.
@@ -41,7 +41,7 @@ fn a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings() {
         };
         let other = {
             let bindings = Arc::clone(&bindings);
-            thread::spawn(move || bindings.bind(&task(handle_c), 0))
+            thread::spawn(move || bindings.bind(&task(handle_c), 0x30))
         };
         assert!(
             !bindings.produces(&task(handle_a), b),

@@ -23,11 +23,15 @@ pub(super) struct PoolStarts {
 struct Owed {
     starts: usize,
     closed: bool,
+    /// Pool threads asleep on `wake`: a start wakes one only if any sleeps
+    /// (std's `notify_one` makes a system call even when nobody waits, a
+    /// microsecond of the pushing thread's at every start).
+    sleepers: usize,
 }
 
 impl PoolStarts {
     pub(super) fn new() -> PoolStarts {
-        PoolStarts { state: Mutex::new(Owed { starts: 0, closed: false }), wake: Condvar::new() }
+        PoolStarts { state: Mutex::new(Owed { starts: 0, closed: false, sleepers: 0 }), wake: Condvar::new() }
     }
 
     /// Owes the pool one drainer start; false when the pool is closed (the
@@ -38,8 +42,11 @@ impl PoolStarts {
             return false;
         }
         owed.starts += 1;
+        let sleeper = owed.sleepers > 0;
         drop(owed);
-        self.wake.notify_one();
+        if sleeper {
+            self.wake.notify_one();
+        }
         true
     }
 
@@ -55,7 +62,9 @@ impl PoolStarts {
             if owed.closed {
                 return false;
             }
+            owed.sleepers += 1;
             owed = self.wake.wait(owed).unwrap_or_else(|e| e.into_inner());
+            owed.sleepers -= 1;
         }
     }
 
