@@ -96,7 +96,8 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # waiting threads not running queued tasks: MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0), the corpus under MLIR
 # 22's runner (make compat-ci: fetches MLIR 22 into target/compat once), the
 # order of runtime calls in every version's lowering that the producer
-# binding relies on (make check-producer-order), the ahead-of-time test, the checks of this build itself, the reliability
+# binding relies on (make check-producer-order), issue 39's drop-in shapes
+# on the C++ runtime and on ours through the C ABI (make check-drop-in-cxx), the ahead-of-time test, the checks of this build itself, the reliability
 # suite's CI part (loom models, the re-injected historic bugs, a reduced
 # stress run: docs/reliability.md), the benchmarks' CI part (the floor
 # runtime runs the corpus; the per-task instruction/allocation budget
@@ -113,7 +114,7 @@ check: toolchain-lit ## the fast loop: the runtime's cargo tests, then the lit c
 # docs/catalyst.md), and corpus programs through MLIR's Python
 # ExecutionEngine of two bindings, many engines per process (make
 # python-engine-ci: docs/python-engine.md).
-test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order aot-test check-make reliability-ci bench-ci bench-pack-ci explore-ci fuzz-lowering-ci catalyst-ci python-engine-ci ## what CI runs: make setup, then every target marked (make test)
+test: setup build test-rust lit lit-no-stacks lit-no-waiters compat-ci check-producer-order check-drop-in-cxx aot-test check-make reliability-ci bench-ci bench-pack-ci explore-ci fuzz-lowering-ci catalyst-ci python-engine-ci ## what CI runs: make setup, then every target marked (make test)
 
 test-rust: build ## cargo test of the workspace (make test)
 	$(CARGO) test --release --workspace

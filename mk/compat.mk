@@ -23,14 +23,17 @@
 #                        a group after it, the order the runtime's producer
 #                        binding relies on (scripts/check/producer_order.py,
 #                        docs/producer-binding.md; part of make test)
-# Variables from the top Makefile: RUNTIME_SO, PYTHON.
+#   make check-drop-in-cxx  issue 39's drop-in shapes through the C ABI on
+#                        the C++ runtime and on ours (scripts/check/drop_in_cxx.sh;
+#                        part of make test)
+# Variables from the top Makefile: RUNTIME_SO, CXX_RUNTIME, PYTHON.
 
 COMPAT_VERSIONS ?= $(shell $(PYTHON) mlir-tests/lib/pipelines.py --versions | tr ' ' ,)
 COMPAT_CI_VERSIONS ?= 22
 COMPAT_ARGS     ?=
 comma           := ,
 
-.PHONY: compat compat-ci compat-fetch check-producer-order
+.PHONY: compat compat-ci compat-fetch check-producer-order check-drop-in-cxx
 # Each first checks the cache, saying to run make setup if a version is missing.
 COMPAT_CACHED = bash scripts/toolchain/fetch_mlir.sh --offline $(filter-out 19,$(subst $(comma), ,$(1))) >/dev/null
 
@@ -53,3 +56,9 @@ check-producer-order: toolchain ## each MLIR version's lowering creates an execu
 # Only the download (make setup does it too, with the headers).
 compat-fetch: ## downloads and unpacks the other MLIR versions into target/compat (no install; make setup does it)
 	bash scripts/toolchain/fetch_mlir.sh $(filter-out 19,$(subst $(comma), ,$(COMPAT_VERSIONS)))
+
+# Issue 39's drop-in shapes through the C ABI, on MLIR's C++ runtime and
+# on ours (default, each opt-out, and the old policy for contrast): ours
+# must give what the C++ runtime gives (scripts/check/drop_in_cxx.sh).
+check-drop-in-cxx: build toolchain ## the drop-in shapes on the C++ runtime and on ours, through the C ABI: ours gives what C++ gives (make test)
+	bash scripts/check/drop_in_cxx.sh --cxx $(CXX_RUNTIME) --ours $(RUNTIME_SO) --limit 20

@@ -10,6 +10,12 @@
 //! `MLIR_ASYNC_RUNTIME_TASK_STACKS=0`). The opt-in policy that lets a
 //! waiter run any task (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any`) fails
 //! these shapes by design: its hazards are the README's.
+//!
+//! The same shapes, written in C against the ABI and loaded with dlopen
+//! (`tests/c/drop_in_shapes.c`), run on the C++ runtime itself and on ours
+//! in `make check-drop-in-cxx` (`scripts/check/drop_in_cxx.sh`): the C++
+//! results that each shape's comment below states are that check's, and it
+//! fails when ours differs from them in the default mode or an opt-out.
 
 mod common;
 
