@@ -11,39 +11,52 @@ use crate::instance::threads::spares::{NotStarted, SpareThread};
 use crate::instance::threads::Scheduler;
 use crate::probe::observe;
 use crate::sync::misuse::warn;
-use crate::sync::process::{lock, Condvar, Mutex};
+use crate::sync::process::{lock, AtomicBool, AtomicUsize, Condvar, Mutex};
 use crate::sync::Ordering;
 
 pub(super) struct PoolStarts {
-    /// Starts owed to the pool's threads, and whether the pool is closing.
-    state: Mutex<Owed>,
+    /// Held for every change of the counts below, and by `wake`'s waits.
+    lock: Mutex<()>,
     wake: Condvar,
-}
-
-struct Owed {
-    starts: usize,
-    closed: bool,
+    /// Starts owed to the pool's threads.
+    starts: AtomicUsize,
+    /// The pool is closing.
+    closed: AtomicBool,
     /// Pool threads asleep on `wake`: a start wakes one only if any sleeps
     /// (std's `notify_one` makes a system call even when nobody waits, a
     /// microsecond of the pushing thread's at every start).
-    sleepers: usize,
+    sleepers: AtomicUsize,
 }
+
+// The counts are atomics changed under the lock, not data inside it: std
+// is not built with ThreadSanitizer, which then cannot see the lock order
+// them, and reported every start as a race. The release of a start and
+// the acquire of its take show TSan (and say) what the lock guarantees:
+// the pool thread sees what the starting thread did before the start.
+// Every other access is Relaxed: the lock orders it.
 
 impl PoolStarts {
     pub(super) fn new() -> PoolStarts {
-        PoolStarts { state: Mutex::new(Owed { starts: 0, closed: false, sleepers: 0 }), wake: Condvar::new() }
+        PoolStarts {
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            starts: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+        }
     }
 
     /// Owes the pool one drainer start; false when the pool is closed (the
     /// caller gives the start's permit back).
     pub(super) fn start_one(&self) -> bool {
-        let mut owed = lock(&self.state);
-        if owed.closed {
+        let guard = lock(&self.lock);
+        if self.closed.load(Ordering::Relaxed) {
             return false;
         }
-        owed.starts += 1;
-        let sleeper = owed.sleepers > 0;
-        drop(owed);
+        // Release: see above (a load and a store, under the lock).
+        self.starts.store(self.starts.load(Ordering::Relaxed) + 1, Ordering::Release);
+        let sleeper = self.sleepers.load(Ordering::Relaxed) > 0;
+        drop(guard);
         if sleeper {
             self.wake.notify_one();
         }
@@ -53,41 +66,50 @@ impl PoolStarts {
     /// On a pool thread: waits for a start owed, and takes it; false once
     /// the pool closes with none owed.
     pub(super) fn take(&self) -> bool {
-        let mut owed = lock(&self.state);
+        let mut guard = lock(&self.lock);
         loop {
-            if owed.starts > 0 {
-                owed.starts -= 1;
+            if self.take_one() {
                 return true;
             }
-            if owed.closed {
+            if self.closed.load(Ordering::Relaxed) {
                 return false;
             }
-            owed.sleepers += 1;
-            owed = self.wake.wait(owed).unwrap_or_else(|e| e.into_inner());
-            owed.sleepers -= 1;
+            self.sleepers.store(self.sleepers.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+            self.sleepers.store(self.sleepers.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
         }
+    }
+
+    /// Takes an owed start, under the lock; false when none is owed.
+    fn take_one(&self) -> bool {
+        // Acquire: see above.
+        let starts = self.starts.load(Ordering::Acquire);
+        if starts == 0 {
+            return false;
+        }
+        self.starts.store(starts - 1, Ordering::Relaxed);
+        true
     }
 
     /// Takes back a start that no pool thread has taken yet; false when
     /// none is owed.
     pub(super) fn take_back(&self) -> bool {
-        let mut owed = lock(&self.state);
-        if owed.starts == 0 {
-            return false;
-        }
-        owed.starts -= 1;
-        true
+        let _guard = lock(&self.lock);
+        self.take_one()
     }
 
     /// How many starts are owed now (a hint).
     pub(super) fn owed(&self) -> usize {
-        lock(&self.state).starts
+        self.starts.load(Ordering::Relaxed)
     }
 
     /// The pool closes: its threads leave their loops once no start is
     /// owed.
     pub(super) fn close(&self) {
-        lock(&self.state).closed = true;
+        {
+            let _guard = lock(&self.lock);
+            self.closed.store(true, Ordering::Relaxed);
+        }
         self.wake.notify_all();
     }
 }
