@@ -18,7 +18,7 @@ use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::{Context, ExecutionEngine};
-use mlir_async_runtime::{symbols, AsyncToken, AsyncValue};
+use mlir_async_runtime::{symbols, AsyncToken, AsyncValue, Runtime};
 
 /// The program: `sum(n)` adds `0 + 1 + ... + n-1` in a task and returns
 /// the result as `!async.value<i64>`; `failing()` returns the token of a
@@ -133,6 +133,22 @@ impl Program {
                 .invoke_packed("failing", &mut [&mut result as *mut *mut c_void as *mut ()])
                 .expect("failing is compiled");
             AsyncToken::from_raw(result)
+        }
+    }
+}
+
+impl Drop for Program {
+    /// The engine frees its compiled code when it drops: first wait until
+    /// no task runs. A task whose value the caller has awaited may still
+    /// run the end of its coroutine in that code (what follows its
+    /// emplace: its last `DropRef`s, its return); freed under it, the
+    /// worker jumps into unmapped memory (SIGSEGV in about one run of
+    /// fifteen of this crate's tests under load, on every runtime build
+    /// since the tests were written). MLIR's runners call the runtime's
+    /// destroy hook before they free an engine for the same reason.
+    fn drop(&mut self) {
+        if Runtime::is_running() {
+            Runtime::start().wait_idle(None);
         }
     }
 }
