@@ -22,6 +22,11 @@
 //! way (a continuation, a task switched out and resumed) is unbound: the
 //! waiter leaves it to the pool.
 //!
+//! A runtime thread records the token it creates here too, and the
+//! handles of its two newest pushes; its push binds that token in the
+//! pool's table instead (`pool_bindings.rs`), which a waiter for a group
+//! reads for the tasks it steals from the workers' deques.
+//!
 //! A hand-written caller that creates a token and then queues an unrelated
 //! task binds the two: that task may then run on the caller's thread while
 //! it awaits the token (the ABI doc says so, beside the rule).
@@ -199,8 +204,8 @@ fn first_binder() -> *const Owned {
         .unwrap_or(std::ptr::null())
 }
 
-/// A token (`token`) or a value was created on this thread, outside the
-/// pool.
+/// A token (`token`) or a value was created on this thread (outside the
+/// pool, or in a task on a runtime thread: `pool_bindings.rs`).
 #[inline]
 pub(crate) fn created(object: &Completion, token: bool) {
     let object = address(object);
