@@ -145,7 +145,9 @@ impl Scheduler {
                 }
                 spinning = true;
             }
-            if self.cores_taken() {
+            // (Every few rounds: the count of waiters' tasks is on a line
+            // that a waiter writes twice at each of its batches.)
+            if patience.looks_at_slots() && self.cores_taken() {
                 // Every core runs a task, a waiter's among them (a
                 // parallel loop's caller and the workers): a drainer that
                 // spun or yielded here would be one thread more than the
@@ -154,25 +156,24 @@ impl Scheduler {
                 // in a slot meanwhile starts no drainer, and is taken at
                 // its next look, or by its owner.
                 std::thread::sleep(SLOT_WAIT_NAP);
-                patience.napping();
+                patience.look_next();
                 patience.next_round();
                 continue;
             }
             if patience.saw_waiting_outside() {
                 // A task waits in an outside thread's entry, taken within
                 // microseconds (`OUTSIDE_GRACE_NS`, `OUTSIDE_PATIENCE_NS`):
-                // spin and look at every round, rather than yield the core
+                // spin until it may be taken, rather than yield the core
                 // (a yield behind a thread that computes gave it the core
                 // for as long: a triangular loop's big half started 40-65
                 // µs after its loop, against 1-3 µs from the shared queue);
                 // a nap would come too late (a 50 µs sleep is what the
                 // kernel's timer slack makes of any shorter one). At most
                 // the lookout's cap of drainers look for work at once. The
-                // look stays every few rounds (`looks_at_slots`): at every
-                // round, it pulled the lines of the owner's deque so often
-                // that a blocking-awaits program, whose main thread queues
-                // and runs its tasks without pause, ran 1.2x slower.
-                std::hint::spin_loop();
+                // spin does not look at the entry (`wait_for_outside`),
+                // only at the shared queue and at whether somebody waits
+                // for idleness.
+                self.deques.wait_for_outside(&mut patience, || !self.queue.is_empty());
                 patience.next_round();
                 continue;
             }
