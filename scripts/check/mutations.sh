@@ -136,6 +136,11 @@ run 14-push-no-fence-loom mutation-push-no-fence caught "the task queued on the 
 run 15-binding-no-recheck-loom mutation-binding-no-recheck caught "a torn read of their entry" -- \
     "${loom[@]}" --features mutation-binding-no-recheck --lib -- --exact \
     instance::threads::loom_bindings::a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings
+# (16) a thread entering an instance's gate through its presence looks at
+# the closed bit without the fence after its store: loom finds a task
+# queued behind the destroy's back.
+run 16-gate-no-fence-loom mutation-gate-no-fence caught "queued behind the closer's back" -- \
+    "${loom[@]}" --features mutation-gate-no-fence --lib -- --exact instance::loom_gate::close_against_enter_as
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

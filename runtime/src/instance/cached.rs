@@ -6,31 +6,50 @@
 //! as the recycling caches are: through `thread_local!` alone, the access
 //! called `__tls_get_addr` (about 20 instructions) at every such call.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
+use crate::instance::gate::Presence;
 use crate::instance::{current_instance, Instance};
 use crate::sync::tls;
 
-/// The cache itself; its drop clears the slot before the instance goes.
-struct Cached(RefCell<Option<Arc<Instance>>>);
+/// The cache itself, and this thread's presence in gates (`gate.rs`),
+/// registered at its first enter; its drop clears the slot before the
+/// instance goes, and removes the presence.
+struct Cached {
+    instance: RefCell<Option<Arc<Instance>>>,
+    presence: OnceCell<Arc<Presence>>,
+}
+
+impl Cached {
+    const fn new() -> Cached {
+        Cached { instance: RefCell::new(None), presence: OnceCell::new() }
+    }
+
+    fn presence(&self) -> &Presence {
+        self.presence.get_or_init(Presence::register)
+    }
+}
 
 impl Drop for Cached {
     fn drop(&mut self) {
         tls::with(|slots| slots.cached_instance.set(std::ptr::null()));
+        if let Some(presence) = self.presence.get() {
+            Presence::forget(presence);
+        }
     }
 }
 
 thread_local! {
     /// Owns this thread's cache; the `cached_instance` slot of `tls`
     /// points to it while it lives.
-    static CACHED: Cached = const { Cached(RefCell::new(None)) };
+    static CACHED: Cached = const { Cached::new() };
 }
 
 /// Calls `f` with this thread's cache, or returns `None` once it is gone
 /// (thread exit).
 #[inline(always)]
-fn with_cache<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option<R> {
+fn with_cache<R>(f: impl FnOnce(&Cached) -> R) -> Option<R> {
     let ptr = tls::with(|slots| slots.cached_instance.get()).cast::<Cached>();
     if ptr.is_null() {
         return with_cache_slow(f);
@@ -40,16 +59,16 @@ fn with_cache<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option
     // a child forked from a waiting thread's task, to a leaked cache that
     // never goes: `forget_in_child`); the borrow stays on this thread,
     // within this call.
-    Some(f(unsafe { &(*ptr).0 }))
+    Some(f(unsafe { &*ptr }))
 }
 
 #[cold]
 #[inline(never)]
-fn with_cache_slow<R>(f: impl FnOnce(&RefCell<Option<Arc<Instance>>>) -> R) -> Option<R> {
+fn with_cache_slow<R>(f: impl FnOnce(&Cached) -> R) -> Option<R> {
     CACHED
         .try_with(|cached| {
             tls::with(|slots| slots.cached_instance.set((cached as *const Cached).cast()));
-            f(&cached.0)
+            f(cached)
         })
         .ok()
 }
@@ -67,11 +86,12 @@ pub(crate) fn cached_instance_address() -> usize {
 #[inline(always)]
 pub(super) fn with_entered_instance<R>(f: impl FnOnce(&Instance) -> R) -> R {
     let mut f = Some(f);
-    let cached = with_cache(|cached| {
-        let mut cached = cached.borrow_mut();
+    let cached = with_cache(|cache| {
+        let mut cached = cache.instance.borrow_mut();
         loop {
             let instance = cached.get_or_insert_with(current_instance);
-            if let Some(_inside) = instance.gate.enter() {
+            // (Never nested: the borrow above would fail first.)
+            if let Some(_inside) = instance.gate.enter_as(cache.presence()) {
                 return (f.take().expect("called once"))(instance);
             }
             // Destroyed since: the next instance.
@@ -104,7 +124,7 @@ fn without_cache<R>(f: impl FnOnce(&Instance) -> R) -> R {
 /// Forgets the instance this thread used last (it was closed, or is being
 /// destroyed).
 pub(super) fn forget_cached() {
-    let old = with_cache(|cached| cached.borrow_mut().take());
+    let old = with_cache(|cached| cached.instance.borrow_mut().take());
     // Dropped outside the borrow.
     drop(old);
 }
@@ -120,7 +140,7 @@ pub(super) fn forget_cached() {
 /// borrowed one still holds the parent's instance, dropped (a count only:
 /// the forgotten current slot keeps it) when the thread exits.
 pub(super) fn forget_in_child() {
-    let borrowed = with_cache(|cached| match cached.try_borrow_mut() {
+    let borrowed = with_cache(|cached| match cached.instance.try_borrow_mut() {
         Ok(mut cached) => {
             std::mem::forget(cached.take());
             false
@@ -128,7 +148,8 @@ pub(super) fn forget_in_child() {
         Err(_) => true,
     });
     if borrowed == Some(true) {
-        let fresh: &'static Cached = Box::leak(Box::new(Cached(RefCell::new(None))));
+        // (Without the parent's presence, which names the parent's gate.)
+        let fresh: &'static Cached = Box::leak(Box::new(Cached::new()));
         tls::with(|slots| slots.cached_instance.set((fresh as *const Cached).cast()));
     }
 }

@@ -5,7 +5,7 @@
 use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 
-use crate::instance::gate::Gate;
+use crate::instance::gate::{Gate, Presence};
 use crate::sync::Ordering;
 
 /// Destroy racing a spawner: the spawner's task is either queued while
@@ -26,6 +26,32 @@ fn close_against_enter() {
         });
         gate.close_and_wait();
         // What the drain would see: the queue after the wait.
+        let seen = queued.load(Ordering::Relaxed);
+        let entered = spawner.join().unwrap();
+        assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");
+    });
+}
+
+/// The same race through a thread's presence (`Gate::enter_as`, what
+/// `cached.rs` uses): the entrant's store, `SeqCst` fence and look at the
+/// closed bit, against the closer's bit, fence and look at the presence.
+/// Mutation 16 takes the entrant's fence out: loom finds the task queued
+/// behind the closer's back.
+#[test]
+fn close_against_enter_as() {
+    loom::model(|| {
+        let gate = Arc::new(Gate::new());
+        let presence = Arc::new(Presence::new());
+        let queued = Arc::new(AtomicBool::new(false));
+        let (g, p, q) = (Arc::clone(&gate), Arc::clone(&presence), Arc::clone(&queued));
+        let spawner = loom::thread::spawn(move || match g.enter_as(&p) {
+            Some(_inside) => {
+                q.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        });
+        gate.close_and_wait_among(|address| presence.names(address));
         let seen = queued.load(Ordering::Relaxed);
         let entered = spawner.join().unwrap();
         assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");

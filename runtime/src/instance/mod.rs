@@ -542,6 +542,7 @@ fn install_fork_handlers() {
 extern "C" fn before_fork() {
     observe::prepare_for_fork();
     CURRENT.0.hold_for_fork();
+    gate::hold_for_fork();
     spec::hold_for_fork();
     trace::hold_for_fork();
     counters::hold_for_fork();
@@ -560,6 +561,7 @@ fn release_after_fork() {
     counters::release_after_fork();
     trace::release_after_fork();
     spec::release_after_fork();
+    gate::release_after_fork();
     CURRENT.0.release_after_fork();
 }
 

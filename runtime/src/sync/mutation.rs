@@ -98,3 +98,9 @@ pub(crate) const PUSH_NO_FENCE: bool = cfg!(feature = "mutation-push-no-fence");
 /// the old handle to the new token: a task the waiter does not wait for
 /// would run on its thread (the loom model `loom_bindings.rs` finds it).
 pub(crate) const BINDING_NO_RECHECK: bool = cfg!(feature = "mutation-binding-no-recheck");
+
+/// (16) A thread that enters an instance's gate through its presence looks
+/// at the closed bit without the `SeqCst` fence after its store
+/// (`instance/gate.rs`, `Gate::enter_as`), so a destroy may close and find
+/// it absent while it queues a task behind the destroy's back.
+pub(crate) const GATE_NO_FENCE: bool = cfg!(feature = "mutation-gate-no-fence");
