@@ -173,7 +173,7 @@ impl Scheduler {
                 // spin does not look at the entry (`wait_for_outside`),
                 // only at the shared queue and at whether somebody waits
                 // for idleness.
-                self.deques.wait_for_outside(&mut patience, || !self.queue.is_empty());
+                self.deques.wait_for_outside(&mut patience, || !self.queue.is_empty() || self.idle.has_waiters());
                 patience.next_round();
                 continue;
             }
