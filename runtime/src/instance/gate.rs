@@ -256,6 +256,52 @@ mod tests {
         assert!(cpu < Duration::from_millis(60), "the closer used {cpu:?} of CPU in {waited:?}");
     }
 
+    /// Through a presence: refused once closed, and the closer waits
+    /// for a thread inside until it leaves.
+    #[test]
+    fn a_present_thread_keeps_the_closer_waiting_until_it_leaves() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        use std::sync::Barrier;
+        let gate = Arc::new(Gate::new());
+        let presence = Arc::new(Presence::new());
+        let inside = Arc::new(Barrier::new(2));
+        let left = Arc::new(AtomicBool::new(false));
+        let (g, p) = (Arc::clone(&gate), Arc::clone(&presence));
+        let (entered, l) = (Arc::clone(&inside), Arc::clone(&left));
+        let stayer = std::thread::spawn(move || {
+            let held = g.enter_as(&p).expect("open");
+            entered.wait();
+            std::thread::sleep(Duration::from_millis(100));
+            l.store(true, SeqCst);
+            drop(held);
+        });
+        inside.wait();
+        gate.close_and_wait_among(|address| presence.names(address));
+        assert!(left.load(SeqCst), "the closer returned while a thread was present");
+        stayer.join().unwrap();
+        assert!(gate.enter_as(&presence).is_none(), "entered a closed gate");
+        assert!(!presence.names(gate.address()), "a refused entrant still names the gate");
+    }
+
+    /// A thread's presence is in the registry from its registration to
+    /// its removal (at thread exit, `cached.rs`), for closers to see.
+    #[test]
+    fn presences_are_registered_until_forgotten() {
+        let threads: Vec<_> = (0..32)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let presence = Presence::register();
+                    assert!(PRESENT.lock().iter().any(|p| Arc::ptr_eq(p, &presence)));
+                    Presence::forget(&presence);
+                    presence
+                })
+            })
+            .collect();
+        let gone: Vec<Arc<Presence>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let registry = PRESENT.lock();
+        assert!(!registry.iter().any(|p| gone.iter().any(|g| Arc::ptr_eq(p, g))), "a forgotten presence stayed");
+    }
+
     fn thread_cpu_time() -> Duration {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: writes the calling thread's CPU clock into `ts`.
