@@ -89,6 +89,12 @@ impl Presence {
     pub(super) fn new() -> Presence {
         Presence { gate: AtomicUsize::new(0) }
     }
+
+    /// True while this presence names the gate at `gate`.
+    pub(super) fn names(&self, gate: usize) -> bool {
+        // Acquire: pairs with the enter's and the leave's Release.
+        self.gate.load(Ordering::Acquire) == gate
+    }
 }
 
 /// Proof of having entered; leaves on drop.
@@ -196,14 +202,6 @@ impl Gate {
             sleep(nap);
             nap = (nap * 2).min(MAX_NAP);
         }
-    }
-}
-
-impl Presence {
-    /// True while this presence names the gate at `gate`.
-    pub(super) fn names(&self, gate: usize) -> bool {
-        // Acquire: pairs with the enter's and the leave's Release.
-        self.gate.load(Ordering::Acquire) == gate
     }
 }
 
