@@ -188,8 +188,9 @@ impl Deques {
     /// waiting in an outside thread's entry may be taken (or `stop`), then
     /// lets the next round look again: the entries are not looked at
     /// meanwhile. From the second wait on without a task run, it waits
-    /// longer each time, up to [`OUTSIDE_LOOK_CAP_NS`]. Their owner usually takes them within a microsecond (it
-    /// queues tasks and then awaits them), and each look pulls the lines
+    /// longer each time, up to [`OUTSIDE_LOOK_CAP_NS`]. Their owner
+    /// usually takes them within a microsecond (it queues tasks and then
+    /// awaits them), and each look pulls the lines
     /// that it writes at every push and take: a drainer that looked every
     /// few rounds made a blocking-awaits program, whose main thread runs
     /// its own tasks, 1.7x slower (11 interleaved runs, 2 cores).
