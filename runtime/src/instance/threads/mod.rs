@@ -114,8 +114,8 @@ pub(crate) struct Scheduler {
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spares: Arc<Spares>,
     idle: IdleSignal,
-    /// Idle drainers looking for work, and how many may at once: half the
-    /// cores, at least one, at most the workers (`max_spinning`; why:
+    /// Idle drainers looking for work, and how many may at once: one a
+    /// core, at most the workers (`max_spinning`; why:
     /// threads/README.md, "How a thread waits"; the wake-up of a task put
     /// in a slot: `lookout.rs`).
     lookout: Lookout,
@@ -308,9 +308,10 @@ fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How many idle drainers may look for work at once (`Scheduler::lookout`).
+/// How many idle drainers may look for work at once (`Scheduler::lookout`):
+/// one a core, as rayon lets every idle thread search, at most the workers.
 fn max_spinning(workers: usize) -> usize {
-    (available_cores() / 2).clamp(1, workers.max(1))
+    available_cores().clamp(1, workers.max(1))
 }
 
 impl Scheduler {
