@@ -310,8 +310,8 @@ fn available_cores() -> usize {
 
 /// How many idle drainers may look for work at once (`Scheduler::lookout`):
 /// one a core, as rayon lets every idle thread search, at most the workers.
-fn max_spinning(workers: usize) -> usize {
-    available_cores().clamp(1, workers.max(1))
+fn max_spinning(cores: usize, workers: usize) -> usize {
+    cores.clamp(1, workers.max(1))
 }
 
 impl Scheduler {
@@ -326,6 +326,7 @@ impl Scheduler {
         // this by chance.
         let _ = Worker::<()>::new_lifo().stealer().steal();
         let pool_env = PoolEnv::capture(); // the pool's threads inherit it
+        let cores = available_cores();
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -354,13 +355,13 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
-            lookout: Lookout::new(max_spinning(config.workers)),
+            lookout: Lookout::new(max_spinning(cores, config.workers)),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),
             waiter_tasks: AtomicUsize::new(0),
             pool_env,
-            cores: available_cores(),
+            cores,
             me: me.clone(),
         });
         let this = scheduler.as_ref().as_ref();
