@@ -1,12 +1,22 @@
 // The destroy hook while a thread outside the runtime completes a token
 // that has a continuation. main registers a continuation on a gate token
 // (async.execute with a dependency), starts a plain pthread (the "late
-// completer") and a task that blocks until the continuation has run, then
-// returns: the runner's destroy hook must drain that task. 100 ms later,
-// during the drain, the late completer opens the gate, which fires the
-// continuation on its thread. In an earlier version of ours that hung the same way as a
-// late Execute (destroy-races-execute.mlir). Now the continuation joins
-// the drain, the drained task sees it, and destroy returns.
+// completer") and a task that blocks until the continuation has released
+// it, then returns: the runner's destroy hook must drain that task. 300 ms
+// later, during the drain and past its 100 ms bound on staying the current
+// instance (DRAIN_WHILE_CURRENT), the late completer opens the gate, which
+// fires the continuation on its thread. The continuation releases the
+// drained task and then runs on for 50 ms.
+//
+// In an earlier version of ours that hung the same way as a late Execute
+// (destroy-races-execute.mlir). In a later one, the continuation fired
+// past the bound went to a fresh instance: the drained task finished, the
+// destroy hook returned, and the runner freed the code that the
+// continuation still ran (a SIGSEGV after "destroy: still alive: 1
+// token(s)"; with the gate opened at 100 ms, 3 runs of 600 under load, and
+// one CI run). Now the instance stays current while every task in flight
+// waits in an await (nothing outpaces the drain), the continuation joins
+// the drain, and destroy returns after it.
 //
 // UNSUPPORTED: cxx-runtime, floor-runtime
 // (The C++ runtime's destroy hook does not drain its pool at all; this
@@ -16,9 +26,14 @@
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=1 %run_async 2>&1 | FileCheck %s
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 %run_async 2>&1 | FileCheck %s
 
+// (The two last lines come in either order: with one worker, the drained
+// task runs only once the other task is done. Our stderr comes before the
+// program's stdout, which is flushed at exit.)
+// CHECK-NOT: mlir_async_runtime
 // CHECK: main returns
 // CHECK-NEXT: continuation fired by the late completer ran
-// CHECK-NEXT: drained task saw the continuation run
+// CHECK-DAG: drained task saw the continuation run
+// CHECK-DAG: continuation done
 // CHECK-NOT: mlir_async_runtime
 
 func.func private @pthread_create(!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
@@ -35,9 +50,19 @@ func.func @block_on(%t: !async.token) {
   return
 }
 
+// Completes `released`, then runs on for 50 ms: compiled code that must
+// not be freed under it.
+func.func @release_then_linger(%released: !async.token) {
+  async.runtime.set_available %released : !async.token
+  %us = arith.constant 50000 : i32
+  %slept = func.call @usleep(%us) : (i32) -> i32
+  vector.print str "continuation done\n"
+  return
+}
+
 // Runs on a plain pthread, while the runner's destroy hook drains.
 func.func @late_completer(%arg: !llvm.ptr) -> !llvm.ptr {
-  %us = arith.constant 100000 : i32
+  %us = arith.constant 300000 : i32
   %slept = func.call @usleep(%us) : (i32) -> i32
   %gate = builtin.unrealized_conversion_cast %arg : !llvm.ptr to !async.token
   async.runtime.set_available %gate : !async.token
@@ -48,8 +73,10 @@ func.func @late_completer(%arg: !llvm.ptr) -> !llvm.ptr {
 func.func @main() {
   %gate = async.runtime.create : !async.token
   async.runtime.add_ref %gate {count = 1 : i64} : !async.token
+  %released = async.runtime.create : !async.token
   %after = async.execute [%gate] {
     vector.print str "continuation fired by the late completer ran\n"
+    func.call @release_then_linger(%released) : (!async.token) -> ()
     async.yield
   }
   %arg = builtin.unrealized_conversion_cast %gate : !async.token to !llvm.ptr
@@ -63,7 +90,7 @@ func.func @main() {
       : (!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
   // A task the destroy hook must drain: it waits for the continuation.
   %t = async.execute {
-    func.call @block_on(%after) : (!async.token) -> ()
+    func.call @block_on(%released) : (!async.token) -> ()
     %c0 = arith.constant 0 : index
     %thread = memref.load %tid[%c0] : memref<1xi64>
     %no_result = llvm.mlir.zero : !llvm.ptr

@@ -426,17 +426,50 @@ mod tests {
         assert_eq!(spare_keep_alive(Some("soon"), &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
         assert_eq!(lines.len(), 1);
     }
+
+    /// A drain whose instance goes idle at the `idle_at`-th slice, each
+    /// slice lasting its limit: whether it stayed current until then, and
+    /// the slices it waited.
+    fn drain(idle_at: u32, runnable: bool) -> (bool, u32) {
+        let slices = std::cell::Cell::new(0);
+        let wait_idle = |limit: Duration| {
+            slices.set(slices.get() + 1);
+            std::thread::sleep(limit);
+            slices.get() >= idle_at
+        };
+        let current = drain_while_current(wait_idle, || 1, || runnable);
+        (current, slices.get())
+    }
+
+    #[test]
+    fn the_drain_stays_current_past_the_bound_while_every_task_waits() {
+        let past_the_bound = 2 * DRAIN_WHILE_CURRENT.as_millis() as u32 / 10;
+        assert_eq!(drain(past_the_bound, false), (true, past_the_bound));
+    }
+
+    #[test]
+    fn the_drain_gives_up_being_current_at_the_bound_while_tasks_run() {
+        let past_the_bound = 4 * DRAIN_WHILE_CURRENT.as_millis() as u32 / 10;
+        let (current, slices) = drain(past_the_bound, true);
+        assert!(!current);
+        assert!(slices < past_the_bound, "gave up after {slices} slices");
+    }
 }
 
 /// The destroy hook drains an instance while it is still current (tasks
 /// other threads queue meanwhile join the drain) for at most this long, and
-/// while at most [`DRAIN_WHILE_CURRENT_TASKS`] tasks are in flight; then it
-/// takes it out and drains only what it accepted. The bound against a
-/// thread that queues faster than the tasks finish (issue 27;
-/// docs/reliability.md): its later tasks go to the next instance. Short:
-/// a task another thread queues late runs either way, on this instance or
-/// on the next (a program must not let its own threads run compiled code
-/// after the destroy hook returns, whichever instance runs their tasks).
+/// while at most [`DRAIN_WHILE_CURRENT_TASKS`] tasks are in flight, as long
+/// as some task is queued or running; then it takes it out and drains only
+/// what it accepted. The bound against a thread that queues faster than
+/// the tasks finish (issue 27; docs/reliability.md): its later tasks go to
+/// the next instance. While every task in flight waits in an `Await*`,
+/// nothing outpaces the drain, and the instance stays current however
+/// long the wait: the completion that another thread gives later, the
+/// continuation it fires and the task it queues then join the drain. (A
+/// task or continuation sent to the next instance there ran after the
+/// destroy hook returned, in code that the runner had freed:
+/// `mlir-tests/destroy-races-continuation.mlir`.) A program must still not
+/// let its own threads run compiled code after the destroy hook returns.
 pub(crate) const DRAIN_WHILE_CURRENT: Duration = Duration::from_millis(100);
 
 /// See [`DRAIN_WHILE_CURRENT`]: a queue this long is a producer outpacing
@@ -445,16 +478,22 @@ pub(crate) const DRAIN_WHILE_CURRENT_TASKS: usize = 100_000;
 
 /// The destroy hook's drain while the instance is current:
 /// `wait_idle(limit)` (true once idle within `limit`) in short slices
-/// until the instance is idle (true) or a bound of [`DRAIN_WHILE_CURRENT`]
-/// is passed (false); `in_flight` counts the tasks ready or running.
-pub(crate) fn drain_while_current(mut wait_idle: impl FnMut(Duration) -> bool, in_flight: impl Fn() -> usize) -> bool {
+/// until the instance is idle (true) or, while `runnable()` (some task is
+/// queued or running, not only waiting in an `Await*`), a bound of
+/// [`DRAIN_WHILE_CURRENT`] is passed (false); `in_flight` counts the tasks
+/// in flight.
+pub(crate) fn drain_while_current(
+    mut wait_idle: impl FnMut(Duration) -> bool,
+    in_flight: impl Fn() -> usize,
+    runnable: impl Fn() -> bool,
+) -> bool {
     const SLICE: Duration = Duration::from_millis(10);
     let start = Instant::now();
     loop {
         if wait_idle(SLICE) {
             return true;
         }
-        if start.elapsed() >= DRAIN_WHILE_CURRENT || in_flight() > DRAIN_WHILE_CURRENT_TASKS {
+        if (start.elapsed() >= DRAIN_WHILE_CURRENT || in_flight() > DRAIN_WHILE_CURRENT_TASKS) && runnable() {
             return false;
         }
     }

@@ -20,6 +20,20 @@ impl Scheduler {
             && !self.deques.any_outside_task()
     }
 
+    /// True when some task is queued or running; false when none is, or
+    /// every task in flight waits in an `Await*` (switched out, or
+    /// blocking a runtime thread with task stacks off): the destroy hook's
+    /// bounds on staying current apply only while this holds
+    /// (`config::drain_while_current`). A hint, read field by field: a
+    /// drainer that looks for work before it leaves counts as running.
+    pub(crate) fn has_runnable_tasks(&self) -> bool {
+        let drainers = self.drainers.snapshot();
+        drainers.drainers() > drainers.blocked()
+            || !self.queue.is_empty()
+            || self.waiter_tasks.load(Ordering::SeqCst) > 0
+            || self.deques.any_outside_task()
+    }
+
     /// Zero exactly when no task is queued or running; else the shared
     /// queue's length plus the drainers, each counted once whatever it runs,
     /// awaits or holds in its slot and deque (docs/introspection-abi.md).
