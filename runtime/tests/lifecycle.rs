@@ -613,6 +613,67 @@ fn destroy_against_an_endless_producer() {
     check_none_lost("after the last destroy");
 }
 
+/// The destroy hook while its one task in flight (X) waits for a token
+/// that a continuation completes, and another thread fires that
+/// continuation 300 ms later, past the drain's 100 ms bound on staying the
+/// current instance; the continuation then runs on for 50 ms. The hook
+/// must return only after the continuation's end (a runner frees the code
+/// it runs). Sent to a fresh instance, the continuation ran after the
+/// multithreaded scheduler's destroy returned (CI, through
+/// `mlir-tests/destroy-races-continuation.mlir`), and under a
+/// deterministic schedule its thread retried the closed instance for ever
+/// while destroy waited for X.
+fn destroy_with_a_late_continuation() {
+    static CONTINUATION_DONE: AtomicBool = AtomicBool::new(false);
+    static X_DONE: AtomicBool = AtomicBool::new(false);
+    let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+    let released = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+    // SAFETY: live tokens. The continuation owns one reference to the gate
+    // and the producer's of `released`; X one to `released`; the late
+    // thread the creator's of the gate.
+    unsafe {
+        mlirAsyncRuntimeAddRef(gate.get().cast(), 1);
+        mlirAsyncRuntimeAddRef(released.get().cast(), 1);
+    }
+    let (h, r) = task(move || unsafe {
+        mlirAsyncRuntimeEmplaceToken(released.get());
+        mlirAsyncRuntimeDropRef(released.get().cast(), 1);
+        thread::sleep(Duration::from_millis(50));
+        mlirAsyncRuntimeDropRef(gate.get().cast(), 1);
+        CONTINUATION_DONE.store(true, Ordering::SeqCst);
+    });
+    // SAFETY: live token.
+    unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(gate.get(), h, r) };
+    let (h, r) = task(move || unsafe {
+        mlirAsyncRuntimeAwaitToken(released.get());
+        mlirAsyncRuntimeDropRef(released.get().cast(), 1);
+        X_DONE.store(true, Ordering::SeqCst);
+    });
+    mlirAsyncRuntimeExecute(h, r);
+    let late = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        open(gate);
+    });
+    let (tx, rx) = mpsc::channel();
+    let watchdog = thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+            eprintln!("scenario: the destroy hook did not return within 20 s");
+            // SAFETY: ends the process at once: its exit handler would
+            // call the destroy hook again.
+            unsafe { libc::_exit(HUNG) };
+        }
+    });
+    __mlir_execution_engine_destroy();
+    let (x, continuation) = (X_DONE.load(Ordering::SeqCst), CONTINUATION_DONE.load(Ordering::SeqCst));
+    tx.send(()).unwrap();
+    watchdog.join().unwrap();
+    late.join().unwrap();
+    if !(x && continuation) {
+        eprintln!("scenario: the destroy hook returned before the end of X ({x}) or of the continuation ({continuation})");
+        std::process::exit(LOST);
+    }
+}
+
 /// The child side: runs the scenario named in the environment, if any.
 #[test]
 fn scenario_child() {
@@ -632,6 +693,7 @@ fn scenario_child() {
         "destroy-twice" => destroy_twice(scaled(10)),
         "destroy-with-blocked" => destroy_with_blocked_tasks(scaled(5)),
         "endless-producer" => destroy_against_an_endless_producer(),
+        "late-continuation" => destroy_with_a_late_continuation(),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -904,4 +966,9 @@ fn a_second_destroy_right_after_the_first_finds_nothing_lost() {
 #[test]
 fn the_destroy_hook_returns_against_an_endless_producer() {
     assert_exit_path("endless-producer", 1..=1, Duration::from_secs(60));
+}
+
+#[test]
+fn the_destroy_hook_waits_for_a_late_continuation_that_its_task_awaits() {
+    assert_exit_path("late-continuation", 1..=2, Duration::from_secs(30));
 }

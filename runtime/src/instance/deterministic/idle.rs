@@ -11,7 +11,8 @@ impl Deterministic {
     ///
     /// Bounded against a program thread that queues tasks without end: if
     /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT)
-    /// (100 ms, or 100,000 tasks in flight), program threads
+    /// (100 ms, or 100,000 tasks in flight) while some task is ready or
+    /// running (not only blocked in an await), program threads
     /// get no new turn from then on (their calls go to the next instance),
     /// and the tasks already accepted run to the end.
     /// Every task accepted runs; if one did not (a bug), destroy says how
@@ -24,11 +25,11 @@ impl Deterministic {
         // would keep it forever (a hang at exit, found by the exhaustive
         // tests).
         let mut me = None;
-        // Every task in flight counts as runnable here: the bounds always
-        // apply.
-        let runnable = || true;
-        if !drain_while_current(|limit| self.wait_idle_as(&mut me, Some(limit), true), || self.tasks_in_flight(), runnable)
-        {
+        if !drain_while_current(
+            |limit| self.wait_idle_as(&mut me, Some(limit), true),
+            || self.tasks_in_flight(),
+            || self.has_runnable_tasks(),
+        ) {
             lock(&self.state).closing = true;
             if !self.wait_idle_as(&mut me, Some(DRAIN_REPORT_AFTER), true) {
                 warn(&format!("destroy: waiting for {} task(s) still in flight", self.tasks_in_flight()));

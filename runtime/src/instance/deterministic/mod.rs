@@ -36,8 +36,10 @@
 //! accepts no new program thread and no guest coming back (they go to a
 //! fresh instance), and joins the workers. If no idle moment comes within
 //! the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT) (a thread that queues without
-//! end), it refuses
-//! program threads' new calls first and drains what it accepted. It counts
+//! end) while some task is ready or running, it refuses
+//! program threads' new calls first and drains what it accepted. While
+//! every task in flight is blocked in an await, it goes on waiting, and
+//! accepts what a guest completes, fires or queues meanwhile. It counts
 //! the tasks accepted and run, and says on one line if they differ.
 //!
 //! **Exit.** A call from a thread whose thread-locals are gone (the
@@ -251,6 +253,14 @@ impl State {
         self.strategy.ready_for_thread() + self.busy
     }
 
+    /// Some task is ready or running, not only blocked in an await: the
+    /// destroy hook's bounds on staying current apply only then
+    /// (`config::drain_while_current`).
+    fn runnable(&self) -> bool {
+        let blocked = self.agents.iter().filter(|a| a.role == Role::Worker && a.status == Status::Blocked).count();
+        self.strategy.ready_for_thread() > 0 || self.busy > blocked
+    }
+
     fn can_start_task(&self, max_threads: usize) -> bool {
         !self.idle_workers.is_empty() || self.workers < max_threads
     }
@@ -416,6 +426,11 @@ impl Deterministic {
     /// Tasks ready or running.
     pub(crate) fn tasks_in_flight(&self) -> usize {
         lock(&self.state).in_flight()
+    }
+
+    /// See `State::runnable`.
+    pub(super) fn has_runnable_tasks(&self) -> bool {
+        lock(&self.state).runnable()
     }
 
     // ---- the operations -----------------------------------------------------
