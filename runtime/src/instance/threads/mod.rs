@@ -1,24 +1,38 @@
-//! The scheduler of one runtime instance: its task queue, the rayon pool
-//! whose jobs drain it, the spare threads that stand in for blocked ones,
-//! and the accounting that lets the destroy hook wait until all of it is
-//! done. `README.md` beside this file describes the protocol; this file follows
-//! it.
+//! The scheduler of one runtime instance: where a ready task goes, the
+//! threads that run tasks, and the accounting that lets the destroy hook
+//! wait until all of it is done. `README.md` beside this file describes the
+//! protocol; this file and its siblings follow it.
 //!
-//! - Every ready task goes to the queue (an unbounded lock-free injector,
-//!   tasks stored by value), or, when a runtime thread makes a continuation
-//!   ready, to that thread's next-task slot, run right after its current
-//!   task returns: a chain of any length runs in a loop, never nested.
-//! - Drainers take tasks from the queue and run them: on the rayon pool's
-//!   threads (the workers, each in a loop that waits for a start,
-//!   `pool_starts.rs`) and, when every pool thread is
-//!   taken because some are blocked, spare threads. A drainer holds one of
-//!   `workers` run permits while it takes tasks ([`Drainers`]).
-//! - A runtime thread that blocks in an `Await*` inside a task gives its
-//!   permit back and, if tasks are waiting, starts a drainer in its place
-//!   ([`Blocked`]). No task ever runs nested on a blocked thread's stack,
-//!   so blocking cannot deadlock a program that would finish with
-//!   unboundedly many threads, nor grow the stack; threads are capped
+//! - Where a ready task goes: made ready on a runtime thread (a
+//!   continuation, an `Execute` inside a task), to that thread's next-task
+//!   slot, run right after its current task returns (the slot's older task
+//!   goes to the thread's deque): a chain of any length runs in a loop,
+//!   never nested. Queued by a thread outside the pool, to that thread's
+//!   entry (a deque of its own, `outside.rs`), else to the shared queue (an
+//!   unbounded lock-free injector, tasks stored by value).
+//! - Who runs it: the `workers` threads of a rayon pool, each in one loop
+//!   that waits for a drainer start (`pool_starts.rs`) and then drains
+//!   while it holds one of `workers` run permits ([`Drainers`],
+//!   `drain_loop.rs`). An idle drainer looks for work for a while (one a
+//!   core at most, `lookout.rs`): the queue, other threads' deques, and,
+//!   after some patience, their slots and the outside entries
+//!   (`deques.rs`). A push starts a drainer when none looks.
+//! - A task that blocks in an `Await*` on a runtime thread switches out on
+//!   its own stack (`fibers.rs`, `stacks.rs`): the thread goes on with
+//!   other tasks, and the task is queued again when the object completes,
+//!   to go on on whichever thread takes it. Without a stack (task stacks
+//!   off, or a stack refused) the thread blocks, gives its permit back and
+//!   starts a drainer in its place ([`Blocked`]), on a spare thread if
+//!   every pool thread is taken (`spares.rs`); threads are capped
 //!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
+//! - A thread outside the pool that waits in an `Await*` runs, on a task
+//!   stack of its own, the queued tasks that produce what it waits for
+//!   (`waiter.rs`, `binding.rs`, `pool_bindings.rs`), and blocks otherwise
+//!   (`wait.rs`).
+//! - Idle (`shutdown.rs`): no drainer alive, nothing queued in the queue
+//!   or an outside entry, no task switched out, none held by a waiting
+//!   thread. The destroy hook waits for it (`idle.rs`), then joins the
+//!   threads.
 
 pub(crate) mod binding;
 mod blocked;
