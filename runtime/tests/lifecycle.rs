@@ -674,6 +674,64 @@ fn destroy_with_a_late_continuation() {
     }
 }
 
+/// Another thread queues, every half millisecond and without end, a task
+/// that blocks in an await of a token which that thread completes at its
+/// next round: the tasks in flight are switched out nearly all the time, so
+/// the destroy hook's drain, which stays current while every task in
+/// flight waits, must still see them run now and then and stop accepting
+/// the thread's tasks. The hook must return, and every task queued,
+/// before or after, must run.
+fn destroy_against_a_producer_of_waiting_tasks() {
+    execute_and_await();
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            let mut previous: Option<TokenPtr> = None;
+            while !stop.load(Ordering::Relaxed) {
+                let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+                // SAFETY: the task owns one reference, the producer (this
+                // thread) the creator's.
+                unsafe { mlirAsyncRuntimeAddRef(token.get().cast(), 1) };
+                QUEUED.fetch_add(1, Ordering::Relaxed);
+                let (h, r) = task(move || unsafe {
+                    mlirAsyncRuntimeAwaitToken(token.get());
+                    mlirAsyncRuntimeDropRef(token.get().cast(), 1);
+                    RAN.fetch_add(1, Ordering::Relaxed);
+                });
+                mlirAsyncRuntimeExecute(h, r);
+                if let Some(previous) = previous.replace(token) {
+                    open(previous);
+                }
+                thread::sleep(Duration::from_micros(500));
+            }
+            if let Some(previous) = previous {
+                open(previous);
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(20));
+    let (tx, rx) = mpsc::channel();
+    let watchdog = thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+            eprintln!("scenario: the destroy hook did not return within 20 s against a producer of waiting tasks");
+            // SAFETY: ends the process at once: its exit handler would
+            // call the destroy hook again.
+            unsafe { libc::_exit(HUNG) };
+        }
+    });
+    let start = Instant::now();
+    __mlir_execution_engine_destroy();
+    let took = start.elapsed();
+    tx.send(()).unwrap();
+    watchdog.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    __mlir_execution_engine_destroy();
+    eprintln!("scenario: the first destroy took {took:?}");
+    check_none_lost("after the last destroy");
+}
+
 /// The child side: runs the scenario named in the environment, if any.
 #[test]
 fn scenario_child() {
@@ -694,6 +752,7 @@ fn scenario_child() {
         "destroy-with-blocked" => destroy_with_blocked_tasks(scaled(5)),
         "endless-producer" => destroy_against_an_endless_producer(),
         "late-continuation" => destroy_with_a_late_continuation(),
+        "producer-of-waiting-tasks" => destroy_against_a_producer_of_waiting_tasks(),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -966,6 +1025,11 @@ fn a_second_destroy_right_after_the_first_finds_nothing_lost() {
 #[test]
 fn the_destroy_hook_returns_against_an_endless_producer() {
     assert_exit_path("endless-producer", 1..=1, Duration::from_secs(60));
+}
+
+#[test]
+fn the_destroy_hook_returns_against_a_producer_of_waiting_tasks() {
+    assert_exit_path("producer-of-waiting-tasks", 1..=1, Duration::from_secs(60));
 }
 
 #[test]
