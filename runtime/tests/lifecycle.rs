@@ -50,6 +50,27 @@ fn recv_or_exit(rx: &mpsc::Receiver<()>, what: &str, limit: Duration) {
     }
 }
 
+/// Calls the destroy hook under a watchdog: if it has not returned within
+/// `limit`, the process ends at once with [`HUNG`], saying so with `what`.
+/// Returns how long the hook took.
+fn destroy_or_exit_hung(limit: Duration, what: &str) -> Duration {
+    let (tx, rx) = mpsc::channel();
+    let what = what.to_string();
+    let watchdog = thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            eprintln!("scenario: the destroy hook did not return within {limit:?} {what}");
+            // SAFETY: ends the process at once: its exit handler would
+            // call the destroy hook again.
+            unsafe { libc::_exit(HUNG) };
+        }
+    });
+    let start = Instant::now();
+    __mlir_execution_engine_destroy();
+    let took = start.elapsed();
+    tx.send(()).unwrap();
+    watchdog.join().unwrap();
+    took
+}
 /// A small deterministic generator for the scenarios' timings.
 struct Jitter(u64);
 
@@ -595,18 +616,7 @@ fn destroy_against_an_endless_producer() {
         })
     };
     thread::sleep(Duration::from_millis(20));
-    let (tx, rx) = mpsc::channel();
-    let watchdog = thread::spawn(move || {
-        if rx.recv_timeout(Duration::from_secs(45)).is_err() {
-            eprintln!("scenario: the destroy hook did not return within 45 s against an endless producer");
-            // SAFETY: ends the process at once: its exit handler would
-            // call the destroy hook again.
-            unsafe { libc::_exit(HUNG) };
-        }
-    });
-    __mlir_execution_engine_destroy();
-    tx.send(()).unwrap();
-    watchdog.join().unwrap();
+    destroy_or_exit_hung(Duration::from_secs(45), "against an endless producer");
     stop.store(true, Ordering::Relaxed);
     producer.join().unwrap();
     __mlir_execution_engine_destroy();
@@ -654,19 +664,8 @@ fn destroy_with_a_late_continuation() {
         thread::sleep(Duration::from_millis(300));
         open(gate);
     });
-    let (tx, rx) = mpsc::channel();
-    let watchdog = thread::spawn(move || {
-        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-            eprintln!("scenario: the destroy hook did not return within 20 s");
-            // SAFETY: ends the process at once: its exit handler would
-            // call the destroy hook again.
-            unsafe { libc::_exit(HUNG) };
-        }
-    });
-    __mlir_execution_engine_destroy();
+    destroy_or_exit_hung(Duration::from_secs(20), "with a late continuation");
     let (x, continuation) = (X_DONE.load(Ordering::SeqCst), CONTINUATION_DONE.load(Ordering::SeqCst));
-    tx.send(()).unwrap();
-    watchdog.join().unwrap();
     late.join().unwrap();
     if !(x && continuation) {
         eprintln!("scenario: the destroy hook returned before the end of X ({x}) or of the continuation ({continuation})");
@@ -711,20 +710,7 @@ fn destroy_against_a_producer_of_waiting_tasks() {
         })
     };
     thread::sleep(Duration::from_millis(20));
-    let (tx, rx) = mpsc::channel();
-    let watchdog = thread::spawn(move || {
-        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-            eprintln!("scenario: the destroy hook did not return within 20 s against a producer of waiting tasks");
-            // SAFETY: ends the process at once: its exit handler would
-            // call the destroy hook again.
-            unsafe { libc::_exit(HUNG) };
-        }
-    });
-    let start = Instant::now();
-    __mlir_execution_engine_destroy();
-    let took = start.elapsed();
-    tx.send(()).unwrap();
-    watchdog.join().unwrap();
+    let took = destroy_or_exit_hung(Duration::from_secs(20), "against a producer of waiting tasks");
     stop.store(true, Ordering::Relaxed);
     producer.join().unwrap();
     __mlir_execution_engine_destroy();
