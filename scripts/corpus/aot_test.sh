@@ -186,7 +186,7 @@ tasks = [e for e in events if e.get("cat") == "task"]
 waits = [e for e in events if e.get("cat") == "wait"]
 assert tasks, "no task events"
 # A task runs on a pool worker, or (route "waiter") on the main thread while
-# it waits in a blocking await (threads/README.md, "A waiting thread runs tasks").
+# it waits in a blocking await (threads/README.md, "A waiting thread runs its producers").
 assert all(names.get(e["tid"], "").startswith("mlir-async-")
            or (e["args"]["route"] == "waiter" and names.get(e["tid"]) == "main") for e in tasks), \
     "a task outside the pool that no waiting thread ran"

@@ -144,7 +144,7 @@ pub enum Route {
     Slot,
     /// Taken from the runtime's queue by a thread outside the pool while
     /// it waited in an `Await*` (threads/README.md, "A waiting thread runs
-    /// tasks").
+    /// its producers").
     Waiter,
 }
 

@@ -1,6 +1,6 @@
 //! Threads waiting for a scheduler to become idle ([`IdleSignal`]): a
 //! spin, then a wait under a lock that the last drainer's notification
-//! takes too (README.md beside this file: the idle protocol).
+//! takes too (README.md beside this file, "Idle, and the destroy hook").
 
 use std::time::{Duration, Instant};
 

@@ -130,7 +130,7 @@ pub(crate) struct Scheduler {
     idle: IdleSignal,
     /// Idle drainers looking for work, and how many may at once: one a
     /// core, at most the workers (`max_spinning`; why:
-    /// threads/README.md, "How a thread waits"; the wake-up of a task put
+    /// docs/decisions/idle-backoff.md; the wake-up of a task put
     /// in a slot: `lookout.rs`).
     lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
