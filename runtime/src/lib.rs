@@ -17,13 +17,17 @@
 //!   called by the layers above, never calling back; off by default.
 //! - `object`: the reference-counted objects (header, completion, token,
 //!   value, group), their recycling and live counts.
-//! - `instance`: a runtime instance (the current one, where tasks go,
-//!   destroy, fork): its configuration, its gate for threads outside its
-//!   pool, and its executor, either `instance::threads` (queue, rayon
-//!   pool, drainers, spares, deques, blocking waits; the protocol in
-//!   `instance/threads/README.md`) or a deterministic schedule
-//!   (`instance::deterministic`: one thread runs at a time, chosen by a
-//!   seeded strategy at every scheduling point).
+//! - `exec`: the executors, how an instance runs its tasks, chosen once
+//!   per instance through one enum (`exec::Executor`): the multithreaded
+//!   scheduler (`exec::threads`: queue, rayon pool, drainers, spares,
+//!   deques, task stacks, blocking waits; the protocol in
+//!   `exec/threads/README.md`) or a deterministic schedule
+//!   (`exec::deterministic`: one thread runs at a time, chosen by a seeded
+//!   strategy at every scheduling point); and their configuration, read
+//!   from the environment when an instance starts (`exec::config`).
+//! - `instance`: the lifecycle of a runtime instance: the current one
+//!   (started lazily), where a ready task goes, its gate for threads
+//!   outside its pool, destroy, process exit and fork.
 //! - [`abi`]: the exported C functions, thin adapters over the rest, with
 //!   what tools read ([`introspection`]), the thread-id print, and the init
 //!   hooks' filling of the engine's `llvm::StringMap<void *>`.
@@ -56,6 +60,7 @@ pub(crate) mod sync;
 pub(crate) mod base;
 pub(crate) mod probe;
 pub(crate) mod object;
+pub(crate) mod exec;
 pub(crate) mod instance;
 pub mod abi;
 pub mod api;
@@ -67,7 +72,7 @@ pub use api::{embed, handles};
 pub use object::completion::{Completion, Outcome};
 pub use embed::{symbols, Leaks, Runtime, RuntimeGuard, ShutdownError};
 pub use handles::{AsyncError, AsyncGroup, AsyncToken, AsyncValue, AvailableValue, Payload};
-pub use instance::config::DEFAULT_MAX_THREADS;
+pub use exec::config::DEFAULT_MAX_THREADS;
 pub use object::group::Group;
 pub use introspection::{schedule_steps, schedule_task_counts, select_schedule, stats, migration_check, RuntimeStats};
 pub use object::token::Token;

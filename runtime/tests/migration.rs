@@ -1,7 +1,7 @@
 //! Tasks that switch out on one thread and back in on another read the
 //! new thread's thread-locals (threads/README.md, "Thread-locals"): the
 //! runtime's migration check (`MLIR_ASYNC_RUNTIME_CHECK_MIGRATION=1`,
-//! `instance/threads/migration.rs`) compares, in the frame that switched,
+//! `exec/threads/migration.rs`) compares, in the frame that switched,
 //! the five thread-locals read after the switch with a fresh reading.
 //! Fails when the accessors are inlined (`mutation-tls-inline`,
 //! `make mutations`), and when no task moved to another thread (the check

@@ -125,7 +125,7 @@ fn destroy_waits_for_continuations_made_ready_by_tasks_in_flight() {
     // Work that is not queued yet when destroy starts: each task completes
     // a token on which a continuation waits. The continuation only enters
     // the count when the task completes the token, inside the task, so the
-    // instance must not look idle in between (runtime/src/instance/threads/README.md).
+    // instance must not look idle in between (runtime/src/exec/threads/README.md).
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const CHAINS: usize = 8;
     let continuations = Arc::new(AtomicUsize::new(0));

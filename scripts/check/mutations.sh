@@ -72,7 +72,7 @@ run 3-touch-after-free-loom mutation-touch-after-free caught "index out of bound
 # sleep (the wait path's idle-drainer change rests on that re-check).
 run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
     "${loom[@]}" --features mutation-idle-no-recheck --lib -- --exact \
-    instance::threads::loom_idle::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
+    exec::threads::loom_idle::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
 
 # (5) the deterministic executor's destroy closes when the turn comes back
 # at idleness without looking again: a task that another program thread
@@ -82,7 +82,7 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 # counts tasks lost is a sampled check: with this mutation it passed in a
 # clean-clone CI run, so it is not a row here; a row must catch every time.)
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
-    "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- instance::deterministic::exhaustive::
+    "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- exec::deterministic::exhaustive::
 
 # (6) a spare start refused by the system raises the retry flag before
 # giving its permit back: loom finds the blocked thread's look that takes
@@ -90,14 +90,14 @@ run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caugh
 # would end the wait is stranded (issue 25).
 run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
     "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
-    instance::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
+    exec::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
 # (7) a drainer that stops looking for work does not look at the other
 # threads' next-task slots again after its decrement: loom finds the task
 # that the slot's owner put there while it saw that drainer looking stranded
 # (issue 25: a task spinning on the child it started never finished).
 run 7-slot-no-recheck-loom mutation-slot-no-recheck caught "the task put in the slot was stranded" -- \
     "${loom[@]}" --features mutation-slot-no-recheck --lib -- --exact \
-    instance::threads::loom_slot::a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken
+    exec::threads::loom_slot::a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken
 # (8) the accessors of the thread-locals read after a task switched back
 # in are inlined: the frame that switched keeps the addresses it computed
 # on the thread it left (llvm-project#98479), and the migration check finds
@@ -110,9 +110,9 @@ run 8-tls-inline mutation-tls-inline caught "thread-locals read stale after a sw
 # (10) the hand-off's acquire/release orderings relaxed: loom finds the
 # resuming thread's read of the parked fiber unordered with its write.
 run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
-    "${loom[@]}" --features mutation-handoff-no-check --lib -- instance::threads::loom_handoff::
+    "${loom[@]}" --features mutation-handoff-no-check --lib -- exec::threads::loom_handoff::
 run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
-    "${loom[@]}" --features mutation-handoff-relaxed --lib -- instance::threads::loom_handoff::
+    "${loom[@]}" --features mutation-handoff-relaxed --lib -- exec::threads::loom_handoff::
 # (11) the sole holder's drop reads the count Relaxed before it frees
 # without a decrement: loom finds the free of a token whose completion's
 # detached waiter list it does not see (the group adder's drop).
@@ -123,7 +123,7 @@ run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "token freed whi
 # the queue and the entries without the fence after its leave; (14) a
 # producer looks at the lookers and permits without the fence after its
 # put: loom finds the task an outside thread queued stranded (issue 26).
-entries=instance::threads::loom_entries::a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken
+entries=exec::threads::loom_entries::a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken
 run 12-entry-no-recheck-loom mutation-entry-no-recheck caught "the task queued on the outside entry was stranded" -- \
     "${loom[@]}" --features mutation-entry-no-recheck --lib -- --exact "$entries"
 run 13-leave-no-fence-loom mutation-leave-no-fence caught "the task queued on the outside entry was stranded" -- \
@@ -135,7 +135,7 @@ run 14-push-no-fence-loom mutation-push-no-fence caught "the task queued on the 
 # entry, which joins one task's handle to another's token.
 run 15-binding-no-recheck-loom mutation-binding-no-recheck caught "a torn read of their entry" -- \
     "${loom[@]}" --features mutation-binding-no-recheck --lib -- --exact \
-    instance::threads::loom_bindings::a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings
+    exec::threads::loom_bindings::a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings
 # (16) a thread entering an instance's gate through its presence looks at
 # the closed bit without the fence after its store: loom finds a task
 # queued behind the destroy's back.

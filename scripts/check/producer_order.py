@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The order of runtime calls that the runtime's producer binding relies on
 (`make check-producer-order`, part of `make test`; docs/producer-binding.md,
-runtime/src/instance/threads/binding.rs).
+runtime/src/exec/threads/binding.rs).
 
 A thread outside the pool binds the token and values it creates to the next
 task it queues with mlirAsyncRuntimeExecute, and AddTokenToGroup adds the

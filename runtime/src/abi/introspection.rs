@@ -2,7 +2,7 @@
 //! (docs/introspection-abi.md): live objects and tasks in flight; and the
 //! schedule they select for the next instances.
 
-use crate::instance::deterministic::spec::{self, Schedule};
+use crate::exec::deterministic::spec::{self, Schedule};
 use crate::instance;
 use crate::object::live;
 
@@ -59,8 +59,8 @@ pub fn schedule_task_counts() -> (u64, u64) {
 
 
 /// The migration check's results (`MLIR_ASYNC_RUNTIME_CHECK_MIGRATION=1`,
-/// `instance/threads/migration.rs`): tasks resumed on another thread than
+/// `exec/threads/migration.rs`): tasks resumed on another thread than
 /// they left, and thread-locals read stale after such a switch.
 pub fn migration_check() -> (u64, u64) {
-    instance::threads::migration::results()
+    crate::exec::threads::migration::results()
 }

@@ -59,7 +59,7 @@ impl Task {
     }
 
     /// The coroutine's handle: the same at every resumption of one
-    /// coroutine (`instance/threads/binding.rs` binds objects to it).
+    /// coroutine (`exec/threads/binding.rs` binds objects to it).
     pub(crate) fn handle(&self) -> *mut c_void {
         self.handle
     }

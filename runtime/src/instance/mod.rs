@@ -33,26 +33,22 @@
 //!   instance, or check one relaxed flag ([`deterministic::enabled`]) first.
 
 mod cached;
-pub(crate) mod config;
-pub(crate) mod deterministic;
 mod exit_hook;
 pub(crate) mod gate;
 #[cfg(all(test, loom))]
 mod loom_gate;
-pub(crate) mod threads;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::task::Task;
-pub(super) use crate::instance::cached::cached_instance_address;
+use crate::exec::config::{drain_while_current, Config};
+use crate::exec::deterministic::spec::{self, Schedule};
+use crate::exec::deterministic::{self, Deterministic};
+use crate::exec::threads::{self, wait};
+use crate::exec::Executor;
 use crate::instance::cached::{forget_cached, with_entered_instance};
-use crate::instance::config::{drain_while_current, Config};
-use crate::instance::deterministic::spec::{self, Schedule};
-use crate::instance::deterministic::Deterministic;
 use crate::instance::gate::Gate;
-use crate::instance::threads::wait;
-use crate::instance::threads::Scheduler;
 use crate::object::completion::{take_node, Completion, Outcome, Waiter, WaiterNode};
 use crate::object::live;
 use crate::object::recycle;
@@ -64,14 +60,6 @@ use crate::sync::mutation;
 use crate::sync::process::ForkSafeLock;
 use crate::sync::spawn;
 
-/// How an instance runs its tasks.
-enum Executor {
-    /// The ordinary multithreaded scheduler.
-    Threads(Arc<Scheduler>),
-    /// The deterministic executor of a selected schedule.
-    Deterministic(Arc<Deterministic>),
-}
-
 /// One runtime instance.
 struct Instance {
     executor: Executor,
@@ -81,11 +69,8 @@ struct Instance {
 impl Instance {
     fn start() -> Arc<Instance> {
         install_fork_handlers();
-        let config = Config::from_env();
-        let executor = match spec::for_new_instance() {
-            Schedule::Threads => Executor::Threads(Scheduler::start(config)),
-            Schedule::Deterministic(spec) => Executor::Deterministic(Deterministic::start(spec, config)),
-        };
+        threads::migration::register_instance_cache(cached::cached_instance_address);
+        let executor = Executor::start(Config::from_env());
         let instance = Arc::new(Instance { executor, gate: Gate::new() });
         observe::instance_started();
         // After observe's own exit handler (registered by the line above
@@ -97,44 +82,26 @@ impl Instance {
     }
 
     fn config(&self) -> Config {
-        match &self.executor {
-            Executor::Threads(scheduler) => scheduler.config(),
-            Executor::Deterministic(executor) => executor.config(),
-        }
+        self.executor.config()
     }
 
     fn deterministic(&self) -> Option<&Arc<Deterministic>> {
-        match &self.executor {
-            Executor::Deterministic(executor) => Some(executor),
-            Executor::Threads(_) => None,
-        }
+        self.executor.deterministic()
     }
 
     /// Queues a task from a thread outside the pools; a deterministic
     /// instance closed by the destroy hook gives it back.
     #[inline(always)]
     fn push(&self, task: Task) -> Result<(), Task> {
-        match &self.executor {
-            Executor::Threads(scheduler) => {
-                scheduler.push_from_outside(task);
-                Ok(())
-            }
-            Executor::Deterministic(executor) => executor.make_ready(task),
-        }
+        self.executor.push(task)
     }
 
     fn wait_idle(&self, timeout: Option<Duration>) -> bool {
-        match &self.executor {
-            Executor::Threads(scheduler) => scheduler.wait_idle(timeout),
-            Executor::Deterministic(executor) => executor.wait_idle(timeout),
-        }
+        self.executor.wait_idle(timeout)
     }
 
     fn tasks_in_flight(&self) -> usize {
-        match &self.executor {
-            Executor::Threads(scheduler) => scheduler.tasks_in_flight(),
-            Executor::Deterministic(executor) => executor.tasks_in_flight(),
-        }
+        self.executor.tasks_in_flight()
     }
 }
 

@@ -95,7 +95,7 @@ unsafe fn count_in(block: *const Block, kind: Kind, delta: i64) {
     let cell = unsafe { &(*block).0[kind as usize] };
     // Relaxed load and store: only this thread writes its block. A reader
     // after the runtime went idle sees the final values: the task's end
-    // synchronises with `wait_idle` (instance/threads/README.md).
+    // synchronises with `wait_idle` (exec/threads/README.md).
     cell.store(cell.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 

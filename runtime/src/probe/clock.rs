@@ -1,5 +1,5 @@
 //! The time of trace events: nanoseconds since the process's first probe,
-//! or, while a deterministic schedule runs ([`crate::instance::deterministic`]), logical
+//! or, while a deterministic schedule runs ([`crate::exec::deterministic`]), logical
 //! time: every reading is one tick (1 µs) after the previous one. Only one
 //! thread runs at a time in that mode, in an order fixed by the seed, so
 //! the readings, and the trace, are the same in every replay.

@@ -50,7 +50,7 @@ thread_local! {
 }
 
 /// The address of this thread's stream (the migration check,
-/// `instance/threads/migration.rs`). Never inlined, as every read of a
+/// `exec/threads/migration.rs`). Never inlined, as every read of a
 /// thread-local after a task's switch (`sync/mutation.rs`, 8).
 #[cfg_attr(feature = "mutation-tls-inline", inline(always))]
 #[cfg_attr(not(feature = "mutation-tls-inline"), inline(never))]

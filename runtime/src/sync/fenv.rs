@@ -1,7 +1,7 @@
 //! The floating-point environment of a thread (rounding mode, exception
 //! masks and flags): a task that a waiting thread runs gets a pool
 //! thread's, and the waiting thread gets its own back
-//! (`instance/threads/waiter.rs`), as on the C++ runtime, where no task
+//! (`exec/threads/waiter.rs`), as on the C++ runtime, where no task
 //! ever runs on a thread that waits.
 //!
 //! On x86-64 the environment's parts that a program changes are two

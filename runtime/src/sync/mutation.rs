@@ -41,20 +41,20 @@ pub(crate) const RETRY_BEFORE_PERMIT: bool = cfg!(feature = "mutation-retry-befo
 /// does not look at the other threads' next-task slots and deques again,
 /// so a task put in a slot while the producer saw it looking waits there
 /// until its owner's current task returns: forever, when that task spins
-/// on it (issue 25; `instance/threads/lookout.rs`).
+/// on it (issue 25; `exec/threads/lookout.rs`).
 pub(crate) const SLOT_NO_RECHECK: bool = cfg!(feature = "mutation-slot-no-recheck");
 
 /// (8) The accessors of the thread-locals that the runtime reads after a
 /// task switched back in (possibly on another thread) are inlined, so LLVM
 /// may keep the address it computed before the switch (llvm-project#98479):
-/// the migration check (`instance/threads/migration.rs`) finds them
+/// the migration check (`exec/threads/migration.rs`) finds them
 /// stale. The feature acts through `cfg_attr` on those accessors.
 #[allow(dead_code)]
 pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
 
 /// (9) The drainer parks a switched-out task's fiber without checking
 /// whether the object completed meanwhile (a plain store instead of the
-/// compare-and-swap of `instance/threads/handoff.rs`): a completion that
+/// compare-and-swap of `exec/threads/handoff.rs`): a completion that
 /// came while the task was switching out is lost, and the task is never
 /// resumed.
 pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-check");
@@ -75,24 +75,24 @@ pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-re
 /// looking at the outside threads' entries, so a task an outside thread
 /// queued while it saw that drainer's permit taken waits until its owner
 /// takes it: forever, when the owner does not wait for it
-/// (`instance/threads/lookout.rs`, `after_last_leave`).
+/// (`exec/threads/lookout.rs`, `after_last_leave`).
 pub(crate) const ENTRY_NO_RECHECK: bool = cfg!(feature = "mutation-entry-no-recheck");
 
 /// (13) A drainer that left (or blocked, or failed to start) looks at the
 /// shared queue and the outside threads' entries without the `SeqCst`
 /// fence after its update of the drainers word
-/// (`instance/threads/drainers.rs`, `Drainers::after_leave`): its look may
+/// (`exec/threads/drainers.rs`, `Drainers::after_leave`): its look may
 /// miss a task whose producer saw the permit still taken.
 pub(crate) const LEAVE_NO_FENCE: bool = cfg!(feature = "mutation-leave-no-fence");
 
 /// (14) A thread that put a task in its next-task slot or its outside
 /// entry looks at the lookers and the permits without the `SeqCst` fence
-/// after the put (`instance/threads/lookout.rs`, `Lookout::should_start`):
+/// after the put (`exec/threads/lookout.rs`, `Lookout::should_start`):
 /// it may see a drainer still looking, or a permit still taken, that is
 /// gone, while that drainer's look missed the put.
 pub(crate) const PUSH_NO_FENCE: bool = cfg!(feature = "mutation-push-no-fence");
 
-/// (15) A waiter's look at a pool binding (`instance/threads/pool_bindings.rs`)
+/// (15) A waiter's look at a pool binding (`exec/threads/pool_bindings.rs`)
 /// does not read the entry's version again after its fields, so a read
 /// that overlaps a push of another handle into the same entry can join
 /// the old handle to the new token: a task the waiter does not wait for

@@ -15,26 +15,26 @@ pub(crate) struct Slots {
     pub(crate) live: Cell<*const ()>,
     /// This thread's recycling free lists (`recycle.rs`).
     pub(crate) recycle: Cell<*const ()>,
-    /// This thread's scheduler state (`instance/threads/mod.rs`).
+    /// This thread's scheduler state (`exec/threads/mod.rs`).
     pub(crate) thread_state: Cell<*const ()>,
     /// The scheduler whose drain loop runs on this thread, null elsewhere
-    /// (`instance/threads/mod.rs`). A plain value, not owned by a thread-local, so it
+    /// (`exec/threads/mod.rs`). A plain value, not owned by a thread-local, so it
     /// stays right while the thread's thread-locals are destroyed: glibc's
     /// `exit` destroys the calling thread's before it runs the `atexit`
     /// handlers, which must still tell a runtime thread from another.
     pub(crate) draining: Cell<*const ()>,
     /// The task stack (a fiber) this thread runs on now, null on its own
-    /// stack (`instance/threads/fibers.rs`). Read and written only through
+    /// stack (`exec/threads/fibers.rs`). Read and written only through
     /// that module's `#[inline(never)]` accessors: a fiber may switch out on
     /// one thread and in on another.
     pub(crate) fiber: Cell<*const ()>,
     /// This thread's entry as a thread outside the pool that queues tasks
-    /// (`instance/threads/outside.rs`), null when it holds none.
+    /// (`exec/threads/outside.rs`), null when it holds none.
     pub(crate) outside: Cell<*const ()>,
     /// This thread's cached instance (`instance/cached.rs`).
     pub(crate) cached_instance: Cell<*const ()>,
     /// Which of the tasks this thread queued produce which objects
-    /// (`instance/threads/binding.rs`).
+    /// (`exec/threads/binding.rs`).
     pub(crate) binder: Cell<*const ()>,
 }
 

@@ -1,5 +1,5 @@
 //! Which executor a runtime instance uses: the ordinary multithreaded
-//! scheduler, or the deterministic one ([`crate::instance::deterministic`]) with a seeded
+//! scheduler, or the deterministic one ([`crate::exec::deterministic`]) with a seeded
 //! strategy, so that a run's whole interleaving is a function of its seed.
 //!
 //! Chosen when an instance starts, from, in this order:

@@ -17,9 +17,9 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::base::task::{Origin, Task};
-use crate::instance::threads::drainers::{DrainerKind, Drainers, Start};
-use crate::instance::threads::lookout::Lookout;
-use crate::instance::threads::slot::Slot;
+use crate::exec::threads::drainers::{DrainerKind, Drainers, Start};
+use crate::exec::threads::lookout::Lookout;
+use crate::exec::threads::slot::Slot;
 use crate::sync::Ordering;
 
 unsafe extern "C" fn never_resumed(_: *mut c_void) {

@@ -2,12 +2,12 @@
 //! none, on task stacks (`fibers.rs`) or, with task stacks off or none to
 //! be had, on its thread's own stack (README.md beside this file).
 
-use crate::instance::threads::deques::SlotPatience;
-use crate::instance::threads::drainers::DrainerKind;
-use crate::instance::threads::fibers::{self, FiberContext, LoopEnd};
-use crate::instance::threads::overflow;
-use crate::instance::threads::spares::SpareThread;
-use crate::instance::threads::{with_state, Scheduler, IDLE_SPINS, IDLE_YIELDS, SLOT_WAIT_NAP};
+use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::drainers::DrainerKind;
+use crate::exec::threads::fibers::{self, FiberContext, LoopEnd};
+use crate::exec::threads::overflow;
+use crate::exec::threads::spares::SpareThread;
+use crate::exec::threads::{with_state, Scheduler, IDLE_SPINS, IDLE_YIELDS, SLOT_WAIT_NAP};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;

@@ -28,10 +28,10 @@ use crossbeam_deque::Steal;
 use std::cell::{Cell, RefCell};
 
 use crate::base::task::Task;
-use crate::instance::config::WaiterRuns;
-use crate::instance::threads::deques::SlotPatience;
-use crate::instance::threads::fibers::WaiterBatch;
-use crate::instance::threads::{binding, overflow, Scheduler};
+use crate::exec::config::WaiterRuns;
+use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::fibers::WaiterBatch;
+use crate::exec::threads::{binding, overflow, Scheduler};
 use crate::object::completion::Completion;
 use crate::sync::Ordering;
 

@@ -24,11 +24,11 @@ use std::sync::Arc;
 use crossbeam_deque::Worker;
 
 use crate::base::task::Task;
-use crate::instance::config::WaiterRuns;
-use crate::instance::threads::binding;
-use crate::instance::threads::deques::OUTSIDE_ENTRIES;
-use crate::instance::threads::fibers::WaiterFiber;
-use crate::instance::threads::Scheduler;
+use crate::exec::config::WaiterRuns;
+use crate::exec::threads::binding;
+use crate::exec::threads::deques::OUTSIDE_ENTRIES;
+use crate::exec::threads::fibers::WaiterFiber;
+use crate::exec::threads::Scheduler;
 use crate::object::completion::Completion;
 use crate::probe::observe;
 use crate::sync::tls;

@@ -10,14 +10,14 @@ impl Deterministic {
     /// in the same step, then joins its threads.
     ///
     /// Bounded against a program thread that queues tasks without end: if
-    /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT)
+    /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::exec::config::DRAIN_WHILE_CURRENT)
     /// (100 ms, or 100,000 tasks in flight) while some task is ready or
     /// running (not only blocked in an await), program threads
     /// get no new turn from then on (their calls go to the next instance),
     /// and the tasks already accepted run to the end.
     /// Every task accepted runs; if one did not (a bug), destroy says how
     /// many on one line.
-    pub(in crate::instance) fn close(&self) {
+    pub(crate) fn close(&self) {
         // The agent this thread waits as, the same across the drain's
         // slices: a thread whose locals are gone (the exit handler) is not
         // known by them, and a new agent at each slice would leave the one

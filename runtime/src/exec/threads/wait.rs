@@ -7,10 +7,10 @@
 //! in the pool over ([`Blocked`]), so other tasks keep running on other
 //! threads and none runs nested on this stack.
 
-use crate::instance::config::WaiterRuns;
-use crate::instance::threads::deques::SlotPatience;
-use crate::instance::threads::fibers;
-use crate::instance::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
+use crate::exec::config::WaiterRuns;
+use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::fibers;
+use crate::exec::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::observe;
 use crate::sync::backoff::Backoff;

@@ -21,8 +21,8 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
-use crate::instance::threads::lookout::{after_last_leave, Lookout};
+use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::exec::threads::lookout::{after_last_leave, Lookout};
 use crate::sync::Ordering;
 
 struct Model {

@@ -11,7 +11,7 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
+use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
 use crate::sync::Ordering;
 
 /// Everything settled: no permit, drainer or blocked thread is counted

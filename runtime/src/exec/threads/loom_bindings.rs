@@ -10,7 +10,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::base::task::{Origin, Task};
-use crate::instance::threads::pool_bindings::{index_of, PoolBindings};
+use crate::exec::threads::pool_bindings::{index_of, PoolBindings};
 
 unsafe extern "C" fn nothing(_: *mut c_void) {}
 

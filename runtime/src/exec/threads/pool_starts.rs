@@ -6,9 +6,9 @@
 //! sleeping thread happened to look (a median of 0.9 ms, up to 3.7 ms, on
 //! a parallel loop's split, which left the other worker idle meanwhile).
 
-use crate::instance::threads::drainers::{DrainerKind, Start};
-use crate::instance::threads::spares::{NotStarted, SpareThread};
-use crate::instance::threads::Scheduler;
+use crate::exec::threads::drainers::{DrainerKind, Start};
+use crate::exec::threads::spares::{NotStarted, SpareThread};
+use crate::exec::threads::Scheduler;
 use crate::probe::observe;
 use crate::sync::misuse::warn;
 use crate::sync::process::{lock, AtomicBool, AtomicUsize, Condvar, Mutex};

@@ -102,7 +102,7 @@ pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_THREADS: usize = 512;
 
 /// The largest cap accepted: the scheduler counts threads in 16-bit fields
-/// (`instance/threads/drainers.rs`), and this cap keeps each below half its
+/// (`exec/threads/drainers.rs`), and this cap keeps each below half its
 /// range.
 pub(super) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
 
@@ -146,7 +146,7 @@ fn default_workers(parallelism: usize, waiters_run: WaiterRuns) -> usize {
 impl Config {
     /// The configuration the environment asks for, with one warning line
     /// per variable that is malformed or out of range.
-    pub(super) fn from_env() -> Config {
+    pub(crate) fn from_env() -> Config {
         let task_stacks =
             switch(TASK_STACKS_ENV, std::env::var(TASK_STACKS_ENV).ok().as_deref(), &mut |line| warn(line));
         // A waiter runs a task on a task stack only: on its own, a task

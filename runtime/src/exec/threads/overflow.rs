@@ -39,9 +39,9 @@ use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::sync::Once;
 
-use crate::instance::config::TASK_STACK_SIZE_ENV;
-use crate::instance::threads::fibers;
-use crate::instance::threads::stacks::{guard_size, page_size};
+use crate::exec::config::TASK_STACK_SIZE_ENV;
+use crate::exec::threads::fibers;
+use crate::exec::threads::stacks::{guard_size, page_size};
 use crate::sync::misuse::write_stderr;
 
 /// How far below a stack's guard a fault still counts as that stack's

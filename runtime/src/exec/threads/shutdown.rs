@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::instance::threads::Scheduler;
+use crate::exec::threads::Scheduler;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::lock;
 use crate::sync::Ordering;
@@ -92,9 +92,9 @@ impl Scheduler {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::instance::config::Config;
-    use crate::instance::threads::drainers::Start;
-    use crate::instance::threads::Scheduler;
+    use crate::exec::config::Config;
+    use crate::exec::threads::drainers::Start;
+    use crate::exec::threads::Scheduler;
 
     /// A drainer that leaves while another one runs may see a task in that
     /// one's slot, which its owner then runs before it leaves too: the

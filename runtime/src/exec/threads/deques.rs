@@ -26,7 +26,7 @@
 use crossbeam_deque::{Steal, Stealer, Worker};
 
 use crate::base::task::Task;
-use crate::instance::threads::slot::{Slot, Stamp};
+use crate::exec::threads::slot::{Slot, Stamp};
 use std::time::Instant;
 
 use crate::sync::process::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -31,7 +31,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use oorandom::Rand64;
 
-use crate::instance::deterministic::spec::{Policy, Spec};
+use crate::exec::deterministic::spec::{Policy, Spec};
 
 /// A schedulable strand (see the module doc), numbered from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

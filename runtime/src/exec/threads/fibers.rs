@@ -33,9 +33,9 @@ use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::base::task::{Origin, Route, Task};
-use crate::instance::threads::handoff::Handoff;
-use crate::instance::threads::stacks::TaskStack;
-use crate::instance::threads::{migration, stacks, Scheduler, SchedulerRef};
+use crate::exec::threads::handoff::Handoff;
+use crate::exec::threads::stacks::TaskStack;
+use crate::exec::threads::{migration, stacks, Scheduler, SchedulerRef};
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::fuzz;
 use crate::probe::observe;

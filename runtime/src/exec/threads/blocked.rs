@@ -2,7 +2,7 @@
 //! permit back, so that another drainer takes its place, and says once on
 //! stderr when every thread is blocked at the cap while tasks wait.
 
-use crate::instance::threads::{current, with_state, Scheduler};
+use crate::exec::threads::{current, with_state, Scheduler};
 use crate::sync::misuse::warn;
 use crate::sync::Ordering;
 

@@ -80,14 +80,14 @@ use std::time::Duration;
 use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::{platform_stack_size, Config, WaiterRuns};
-use crate::instance::threads::deques::{Deques, SlotPatience};
-use crate::instance::threads::drainers::{AfterLeave, Drainers, Snapshot};
-use crate::instance::threads::lookout::Lookout;
-use crate::instance::threads::pool_bindings::PoolBindings;
-use crate::instance::threads::pool_starts::PoolStarts;
-use crate::instance::threads::slot::Slot;
-use crate::instance::threads::spares::{SpareThread, Spares};
+use crate::exec::config::{platform_stack_size, Config, WaiterRuns};
+use crate::exec::threads::deques::{Deques, SlotPatience};
+use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot};
+use crate::exec::threads::lookout::Lookout;
+use crate::exec::threads::pool_bindings::PoolBindings;
+use crate::exec::threads::pool_starts::PoolStarts;
+use crate::exec::threads::slot::Slot;
+use crate::exec::threads::spares::{SpareThread, Spares};
 use crate::object::completion::Completion;
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -303,7 +303,7 @@ pub(super) fn release_local_tasks() {
 /// (a fresh instance), and must end the process rather than return from
 /// that task, whose caller (the parent's drain loop or wait) does not
 /// exist here, as after any `fork` of a multithreaded process.
-pub(super) fn forget_thread_context() {
+pub(crate) fn forget_thread_context() {
     outside::forget();
     fibers::forget_in_child();
     tls::with(|slots| slots.draining.set(std::ptr::null()));
@@ -423,7 +423,7 @@ impl Scheduler {
     /// (README.md, "The next-task slot"). A task that blocks in an
     /// `Await*` first moves the slot's task to the queue
     /// ([`Blocked::begin`]).
-    pub(super) fn push_local(&self, task: Task) {
+    pub(crate) fn push_local(&self, task: Task) {
         debug_assert!(self.is_current());
         match fuzz::continuation_detour() {
             fuzz::Detour::Pool => return self.push(task),

@@ -14,8 +14,9 @@
 //! The accessors are `#[inline(never)]`; inlined (mutation 8), LLVM keeps
 //! the addresses computed before the switch and the check finds them stale.
 
-use crate::instance::cached_instance_address;
-use crate::instance::threads::{ThreadState, STATE};
+use std::sync::OnceLock;
+
+use crate::exec::threads::{ThreadState, STATE};
 use crate::object::recycle::cache_address;
 use crate::probe::{fuzz, trace};
 use crate::sync::misuse::warn;
@@ -36,6 +37,23 @@ static STALE: AtomicU64 = AtomicU64::new(0);
 pub(super) struct Addresses([usize; 5]);
 
 const NAMES: [&str; 5] = ["worker identity", "cached instance", "trace buffer", "recycler", "fuzzer stream"];
+
+/// The accessor of the instance cache's thread-local (`instance/cached.rs`,
+/// in the layer above), registered when an instance starts.
+static INSTANCE_CACHE: OnceLock<fn() -> usize> = OnceLock::new();
+
+/// Registers the accessor of the instance cache's thread-local, read with
+/// the others (called when an instance starts; the first call counts).
+pub(crate) fn register_instance_cache(address: fn() -> usize) {
+    let _ = INSTANCE_CACHE.get_or_init(|| address);
+}
+
+/// The instance cache's address on this thread (0 before an instance
+/// registered its accessor).
+#[inline(always)]
+fn cached_instance_address() -> usize {
+    INSTANCE_CACHE.get().map_or(0, |address| address())
+}
 
 /// True when the check is on. Relaxed: the flag guards no other memory.
 pub(super) fn enabled() -> bool {

@@ -1,6 +1,6 @@
 //! The deterministic executor: a runtime instance in which a run's whole
 //! interleaving is a function of its seed (`MLIR_ASYNC_RUNTIME_SCHEDULE`,
-//! [`crate::instance::deterministic::spec`]; docs/exploration.md).
+//! [`crate::exec::deterministic::spec`]; docs/exploration.md).
 //!
 //! **Agents.** Every thread that runs the program's code on behalf of this
 //! instance is an agent: the program threads that call into the runtime
@@ -35,7 +35,7 @@
 //! Destroy then closes the executor in the same step: from then on it
 //! accepts no new program thread and no guest coming back (they go to a
 //! fresh instance), and joins the workers. If no idle moment comes within
-//! the bounds of [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT) (a thread that queues without
+//! the bounds of [`DRAIN_WHILE_CURRENT`](crate::exec::config::DRAIN_WHILE_CURRENT) (a thread that queues without
 //! end) while some task is ready or running, it refuses
 //! program threads' new calls first and drains what it accepted. While
 //! every task in flight is blocked in an await, it goes on waiting, and
@@ -81,9 +81,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::base::task::{Route, Task};
-use crate::instance::config::{drain_while_current, platform_stack_size, Config};
-use crate::instance::deterministic::spec::{Spec, SCHEDULE_ENV};
-use crate::instance::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
+use crate::exec::config::{drain_while_current, platform_stack_size, Config};
+use crate::exec::deterministic::spec::{Spec, SCHEDULE_ENV};
+use crate::exec::deterministic::strategy::{Choice, Strand, Strategy, Waiting};
 use crate::object::completion::{Completion, Outcome, Waiter};
 use crate::probe::clock;
 use crate::probe::observe;
@@ -122,14 +122,14 @@ pub(crate) fn enabled() -> bool {
 
 /// Steps (decisions between two or more candidates) of the last
 /// deterministic instance destroyed.
-pub(super) fn last_steps() -> u64 {
+pub(crate) fn last_steps() -> u64 {
     LAST_STEPS.load(Ordering::Relaxed)
 }
 
 /// Tasks queued (accepted by `mlirAsyncRuntimeExecute` or a continuation)
 /// and tasks run by the last deterministic instance destroyed; equal
 /// unless the instance lost tasks (which its destroy also reported).
-pub(super) fn last_task_counts() -> (u64, u64) {
+pub(crate) fn last_task_counts() -> (u64, u64) {
     // Relaxed: written by the destroying thread before the destroy hook
     // returns; a reader on another thread that did not wait for the hook
     // reads a count of some earlier or later instance, which the ABI
@@ -214,7 +214,7 @@ struct State {
     /// No new program thread, no guest coming back (the destroy hook).
     closed: bool,
     /// The destroy hook found no idle moment within the bounds of
-    /// [`DRAIN_WHILE_CURRENT`](crate::instance::config::DRAIN_WHILE_CURRENT):
+    /// [`DRAIN_WHILE_CURRENT`](crate::exec::config::DRAIN_WHILE_CURRENT):
     /// program threads get no new turn (their calls go to the next
     /// instance) while the tasks already accepted run.
     closing: bool,
@@ -309,14 +309,14 @@ thread_local! {
 }
 
 /// True on a worker thread of a deterministic instance.
-pub(super) fn on_worker_thread() -> bool {
+pub(crate) fn on_worker_thread() -> bool {
     WORKER.with(Cell::get)
 }
 
 /// Forgets this thread's registration without touching its executor (a
 /// forked child, where that executor's lock may be held by a thread that
 /// does not exist).
-pub(super) fn forget_thread_registration() {
+pub(crate) fn forget_thread_registration() {
     // The child is no worker of an executor (`in_task`).
     let _ = WORKER.try_with(|worker| worker.set(false));
     let _ = REGISTERED.try_with(|r| {
@@ -328,7 +328,7 @@ pub(super) fn forget_thread_registration() {
 
 /// The destroy hook closed the executor: go to the current instance.
 #[derive(Debug)]
-pub(super) struct Closed;
+pub(crate) struct Closed;
 
 /// What the agent making a decision does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,7 +344,7 @@ enum After {
 }
 
 /// One deterministic runtime instance.
-pub(super) struct Deterministic {
+pub(crate) struct Deterministic {
     id: u64,
     spec: Spec,
     config: Config,
@@ -356,7 +356,7 @@ pub(super) struct Deterministic {
 
 /// An agent's turn across a runtime call (a completion and the waiters it
 /// fires): a guest gives the baton back when it ends.
-pub(super) struct Turn {
+pub(crate) struct Turn {
     executor: Arc<Deterministic>,
     me: AgentId,
 }
@@ -419,7 +419,7 @@ impl Deterministic {
     }
 
     /// Decisions so far between two or more candidates.
-    pub(super) fn steps(&self) -> u64 {
+    pub(crate) fn steps(&self) -> u64 {
         lock(&self.state).strategy.steps()
     }
 
@@ -450,7 +450,7 @@ impl Deterministic {
 
     /// A scheduling point before a completion: the turn lasts until the
     /// returned guard drops (after the completion fired its waiters).
-    pub(super) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
+    pub(crate) fn scheduling_point(self: Arc<Self>) -> Result<Turn, Closed> {
         let (st, me) = self.enter()?;
         drop(self.decide_and_wait(st, me, After::GoesOn));
         Ok(Turn { executor: self, me })
@@ -502,7 +502,7 @@ impl Deterministic {
     /// (the primary, or any program thread after a call): before it waits
     /// for another thread's destroy, which needs the turn. Its next call
     /// takes a turn as a guest's would.
-    pub(super) fn step_away(&self) {
+    pub(crate) fn step_away(&self) {
         let mut st = lock(&self.state);
         let me = REGISTERED
             .try_with(|r| r.borrow().as_ref().filter(|r| r.id == self.id).map(|r| r.agent))

@@ -14,8 +14,8 @@ use std::time::Duration;
 use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
-use crate::instance::threads::spares::{spawn_thread, NotStarted, SpareThread, Spares, SpawnFn};
+use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::exec::threads::spares::{spawn_thread, NotStarted, SpareThread, Spares, SpawnFn};
 use crate::sync::thread::JoinHandle;
 use crate::sync::Ordering;
 

@@ -28,7 +28,7 @@ use std::sync::mpsc;
 
 use super::*;
 use crate::base::task::{Origin, ResumeFn};
-use crate::instance::deterministic::strategy::Strategy;
+use crate::exec::deterministic::strategy::Strategy;
 
 /// More executions than this means the enumeration did not end: the
 /// programs below need far fewer, and the tests assert the bound is not
@@ -49,8 +49,8 @@ fn config() -> Config {
         max_threads: 2,
         spare_keep_alive: Duration::from_secs(1),
         task_stacks: false,
-        waiters_run: crate::instance::config::WaiterRuns::Nothing,
-        task_stack_size: crate::instance::config::UNLIMITED_STACK_SIZE,
+        waiters_run: crate::exec::config::WaiterRuns::Nothing,
+        task_stack_size: crate::exec::config::UNLIMITED_STACK_SIZE,
     }
 }
 
@@ -314,7 +314,7 @@ static KEPT_COUNTS: std::sync::Mutex<Vec<&'static Counts>> = std::sync::Mutex::n
 
 fn run_once(program: Program, prefix: &[usize]) -> Execution {
     let exec = Deterministic::start_with(
-        Spec { seed: 0, policy: crate::instance::deterministic::spec::Policy::Random },
+        Spec { seed: 0, policy: crate::exec::deterministic::spec::Policy::Random },
         config(),
         Strategy::scripted(prefix.to_vec()),
     );
@@ -466,7 +466,7 @@ fn every_hand_off_when_destroy_at_thread_exit_outlasts_a_drain_slice_loses_no_ta
 /// candidate, and logs only real decisions.
 #[test]
 fn a_script_follows_its_prefix_then_takes_the_first_candidate() {
-    use crate::instance::deterministic::strategy::{Choice, Waiting};
+    use crate::exec::deterministic::strategy::{Choice, Waiting};
     let mut s = Strategy::scripted(vec![2]);
     let strands: Vec<_> = (0..4).map(|_| s.new_strand()).collect();
     for &t in &strands[1..] {

@@ -27,7 +27,7 @@
 //! against the producer's push, fence and look at the permits. loom model:
 //! `loom_entries.rs`.
 
-use crate::instance::threads::drainers::{Drainers, Start};
+use crate::exec::threads::drainers::{Drainers, Start};
 use crate::sync::mutation;
 use crate::sync::{fence, AtomicUsize, Ordering};
 

@@ -22,7 +22,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::instance::config::platform_stack_size;
+use crate::exec::config::platform_stack_size;
 use crate::sync::thread::{self, Builder, JoinHandle, Thread};
 use crate::sync::{lock, Mutex};
 

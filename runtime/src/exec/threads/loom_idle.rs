@@ -7,8 +7,8 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::instance::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
-use crate::instance::threads::idle::IdleSignal;
+use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::exec::threads::idle::IdleSignal;
 use crate::sync::Ordering;
 
 /// A thread waits for idleness (the harness between two runs, the
