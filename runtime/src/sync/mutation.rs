@@ -78,7 +78,7 @@ pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-re
 /// (`exec/threads/lookout.rs`, `after_last_leave`).
 pub(crate) const ENTRY_NO_RECHECK: bool = cfg!(feature = "mutation-entry-no-recheck");
 
-/// (13) A drainer that left (or blocked, or failed to start) looks at the
+/// (13) A drainer that left (or blocked) looks at the
 /// shared queue and the outside threads' entries without the `SeqCst`
 /// fence after its update of the drainers word
 /// (`exec/threads/drainers.rs`, `Drainers::after_leave`): its look may

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //!   bits  0..16  permits    drainers allowed to take tasks now (<= workers)
-//!   bits 16..32  pool jobs  drain jobs on the rayon pool, started, not ended
+//!   bits 16..32  pool jobs  drainer starts owed to or taken by a pool thread
+//!                           (`pool_starts.rs`), not ended
 //!   bits 32..48  spares     spare threads draining (pool jobs' stand-ins)
 //!   bits 48..64  blocked    runtime threads blocked in an Await*
 //! ```
@@ -136,8 +137,9 @@ impl Drainers {
         self.start_if_permit_free()
     }
 
-    /// Called after a drainer left, blocked, or failed to start, with the
-    /// word its update returned: a task pushed meanwhile must not be
+    /// Called after a drainer left or blocked (and by a blocked thread's
+    /// retry of a refused spare start, [`Drainers::retry_refused`]; a failed
+    /// start itself does not call it), with the word its update returned: a task pushed meanwhile must not be
     /// stranded, and idle waiters must hear of idleness.
     pub(super) fn after_leave(&self, after: Snapshot, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
         // The SeqCst update that returned `after` came first; see

@@ -83,8 +83,7 @@ impl Lookout {
         drainers.permit_free() && self.looking.load(Ordering::Relaxed) == 0
     }
 
-    /// After a drainer stopped looking for work or left (or blocked, or
-    /// failed to start): the drainer to start for a task that waits in a
+    /// After a drainer stopped looking for work, left or blocked: the drainer to start for a task that waits in a
     /// slot or deque (`any_local_task`), if no other drainer looks for work
     /// and a permit is free.
     pub(super) fn after_looking(&self, drainers: &Drainers, any_local_task: impl Fn() -> bool) -> Start {

@@ -558,7 +558,8 @@ impl Scheduler {
         });
     }
 
-    /// After a drainer left, blocked, or failed to start.
+    /// After a drainer left or blocked, or a pool thread's owed start was
+    /// taken back (`take_back_owed_starts`).
     fn after_leave(&self, after: Snapshot) {
         self.act_after_leave(self.drainers.after_leave(after, || self.queue.is_empty()));
     }
