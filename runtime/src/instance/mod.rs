@@ -80,29 +80,6 @@ impl Instance {
         install_exit_handler();
         instance
     }
-
-    fn config(&self) -> Config {
-        self.executor.config()
-    }
-
-    fn deterministic(&self) -> Option<&Arc<Deterministic>> {
-        self.executor.deterministic()
-    }
-
-    /// Queues a task from a thread outside the pools; a deterministic
-    /// instance closed by the destroy hook gives it back.
-    #[inline(always)]
-    fn push(&self, task: Task) -> Result<(), Task> {
-        self.executor.push(task)
-    }
-
-    fn wait_idle(&self, timeout: Option<Duration>) -> bool {
-        self.executor.wait_idle(timeout)
-    }
-
-    fn tasks_in_flight(&self) -> usize {
-        self.executor.tasks_in_flight()
-    }
 }
 
 /// The current instance, if any, behind a lock that the `fork` handlers
@@ -132,7 +109,7 @@ fn current_instance() -> Arc<Instance> {
 /// the instance it entered.
 #[inline(always)]
 fn push_outside(task: Task) {
-    if let Err(refused) = with_entered_instance(move |instance| instance.push(task)) {
+    if let Err(refused) = with_entered_instance(move |instance| instance.executor.push(task)) {
         push_refused(refused);
     }
 }
@@ -142,7 +119,7 @@ fn push_outside(task: Task) {
 #[cold]
 #[inline(never)]
 fn push_refused(task: Task) {
-    retry_on_next_instance(task, |task| with_entered_instance(move |instance| instance.push(task)))
+    retry_on_next_instance(task, |task| with_entered_instance(move |instance| instance.executor.push(task)))
 }
 
 /// After the instance this thread entered refused an operation because the
@@ -185,7 +162,7 @@ pub(crate) fn make_ready(task: Task) {
 /// The deterministic executor of the instance this thread would use, if
 /// that instance is deterministic (starts one if there is none).
 fn current_deterministic() -> Option<Arc<Deterministic>> {
-    with_entered_instance(|instance| instance.deterministic().cloned())
+    with_entered_instance(|instance| instance.executor.deterministic().cloned())
 }
 
 /// Calls `op` on this thread's deterministic executor until it does not
@@ -262,7 +239,7 @@ pub(crate) fn schedule_task_counts() -> (u64, u64) {
 /// Scheduling steps of the current deterministic instance, else the last.
 pub(crate) fn schedule_steps() -> u64 {
     running_instance()
-        .and_then(|instance| instance.deterministic().map(|executor| executor.steps()))
+        .and_then(|instance| instance.executor.deterministic().map(|executor| executor.steps()))
         .unwrap_or_else(deterministic::last_steps)
 }
 
@@ -325,7 +302,7 @@ pub(crate) fn token_added_to_group(token: &Completion, group: &Completion) {
 pub(crate) fn num_workers() -> usize {
     match threads::current() {
         Some(scheduler) => scheduler.config().workers,
-        None => current_instance().config().workers,
+        None => current_instance().executor.config().workers,
     }
 }
 
@@ -358,7 +335,7 @@ fn running_instance() -> Option<Arc<Instance>> {
 /// Starts the current instance if none runs (what the first task would
 /// do); its worker count.
 pub(crate) fn start() -> usize {
-    current_instance().config().workers
+    current_instance().executor.config().workers
 }
 
 /// True while an instance runs (between its start and the destroy hook).
@@ -369,12 +346,12 @@ pub(crate) fn is_running() -> bool {
 /// Blocks until the current instance has no task queued or running, or
 /// `timeout` passed; true when idle. Never starts an instance.
 pub(crate) fn wait_idle(timeout: Option<Duration>) -> bool {
-    running_instance().map_or(true, |instance| instance.wait_idle(timeout))
+    running_instance().map_or(true, |instance| instance.executor.wait_idle(timeout))
 }
 
 /// Tasks queued or running on the current instance.
 pub(crate) fn tasks_in_flight() -> usize {
-    running_instance().map_or(0, |instance| instance.tasks_in_flight())
+    running_instance().map_or(0, |instance| instance.executor.tasks_in_flight())
 }
 
 /// The destroy hook: drains the current instance (a task queued or a
@@ -396,7 +373,7 @@ pub(crate) fn destroy(call: &str) {
             // this thread may hold the turn between its runtime calls (the
             // primary), which that destroy waits for: give it up first, or
             // both wait forever.
-            if let Some(executor) = running_instance().and_then(|instance| instance.deterministic().cloned()) {
+            if let Some(executor) = running_instance().and_then(|instance| instance.executor.deterministic().cloned()) {
                 executor.step_away();
             }
             DESTROYING.lock()
