@@ -9,29 +9,32 @@
 //!
 //! A thread enters in one of two ways:
 //! - through its [`Presence`], a word of its own that names the gate it is
-//!   inside (`cached.rs` keeps one a thread): a store, a `SeqCst` fence
-//!   and a look at the closed bit; leaving is a store. Every `Execute` and
-//!   `Await*` from outside enters: a blocking-awaits round enters 8 times,
-//!   and with the shared word only, its 16 locked read-modify-writes of one
-//!   line took 6.56 ms against 6.07 (7 interleaved runs). (`membarrier`'s
-//!   private expedited command would make the entrant's fence a compiler
-//!   fence; registering the process for it made the same program take
-//!   19.7 ms.)
+//!   inside (`cached.rs` keeps one a thread): a store, a light fence
+//!   (`../sync/asymmetric.rs`: a compiler fence once the process is
+//!   registered for `membarrier`) and a look at the closed bit; leaving is
+//!   a store. Every `Execute` and `Await*` from outside enters: a
+//!   blocking-awaits round enters 8 times, and with the shared word only,
+//!   its 16 locked read-modify-writes of one line took 6.56 ms against 6.07
+//!   (7 interleaved runs); with a `SeqCst` fence at each enter, 7.22 ms
+//!   against 6.44 with the light one (9 interleaved runs).
+//!   The closer's side is the heavy fence, a `membarrier` (18 µs here).
 //! - counted, in the gate's word (bit 0 is "closed", the rest counts the
 //!   threads inside): a thread without a presence (at its exit).
 //!
-//! The closer sets the closed bit, then (after a `SeqCst` fence) waits
+//! The closer sets the closed bit, then (after the heavy fence) waits
 //! until the count is zero and no presence names the gate. Either the
 //! closer's look sees an entrant's presence, or the entrant's look (after
 //! its fence) sees the closed bit: Dekker's pattern (loom model
-//! `loom_gate.rs`; mutation 16 takes the entrant's fence out).
+//! `loom_gate.rs`, where both fences are `SeqCst`; mutation 16 takes the
+//! entrant's fence out).
 
 use std::time::Duration;
 
+use crate::sync::asymmetric;
 use crate::sync::backoff::Backoff;
 use crate::sync::mutation;
 use crate::sync::process::ForkSafeLock;
-use crate::sync::{fence, AtomicUsize, Ordering};
+use crate::sync::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const CLOSED: usize = 1;
@@ -149,11 +152,11 @@ impl Gate {
         // thread's stores) sees this thread's earlier pushes, as with the
         // leave's Release.
         presence.gate.store(self.address(), Ordering::Release);
-        // SeqCst fence: the store before the look at the closed bit,
-        // against the closer's bit before its look at the presences (see
-        // the module's comment).
+        // Light fence: the store before the look at the closed bit, against
+        // the closer's bit before its heavy fence and its look at the
+        // presences (see the module's comment).
         if !mutation::GATE_NO_FENCE {
-            fence(Ordering::SeqCst);
+            asymmetric::light();
         }
         // Relaxed: ordered by the fences.
         if self.word.load(Ordering::Relaxed) & CLOSED != 0 {
@@ -189,9 +192,9 @@ impl Gate {
     /// thread is inside through its presence.
     pub(super) fn close_and_wait_among(&self, present: impl Fn(usize) -> bool) {
         self.word.fetch_or(CLOSED, Ordering::SeqCst);
-        // SeqCst fence: the closed bit before the look at the presences
-        // (see `enter_as`).
-        fence(Ordering::SeqCst);
+        // Heavy fence: the closed bit before the look at the presences,
+        // against every entrant's light one (see `enter_as`).
+        asymmetric::heavy();
         let mut backoff = Backoff::new(CLOSE_SPINS, CLOSE_YIELDS);
         let mut nap = FIRST_NAP;
         // Acquire: pairs with the leavers' Release.

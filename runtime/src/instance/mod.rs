@@ -58,6 +58,7 @@ use crate::probe::trace;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::mutation;
 use crate::sync::process::ForkSafeLock;
+use crate::sync::asymmetric;
 use crate::sync::spawn;
 
 /// One runtime instance.
@@ -70,6 +71,9 @@ impl Instance {
     fn start() -> Arc<Instance> {
         install_fork_handlers();
         threads::migration::register_instance_cache(cached::cached_instance_address);
+        // Before the pool's threads start: a process that has one thread
+        // now registers for the gate's light fences at once.
+        asymmetric::prepare();
         let executor = Executor::start(Config::from_env());
         let instance = Arc::new(Instance { executor, gate: Gate::new() });
         observe::instance_started();

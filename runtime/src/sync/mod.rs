@@ -12,6 +12,7 @@
 //! `const` constructors that loom's types lack and which no loom model
 //! exercises.
 
+pub(crate) mod asymmetric;
 pub(crate) mod backoff;
 pub(crate) mod fenv;
 pub(crate) mod misuse;
