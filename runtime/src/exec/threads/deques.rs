@@ -29,7 +29,7 @@ use crate::base::task::Task;
 use crate::exec::threads::slot::{Slot, Stamp};
 use std::time::Instant;
 
-use crate::sync::process::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::process::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{lock, Mutex};
 
 pub(super) struct Deques {
@@ -96,9 +96,10 @@ const OUTSIDE_LOOK_CAP_NS: u64 = 16_000;
 #[repr(align(64))]
 pub(super) struct Fills {
     count: AtomicU64,
-    /// The owner runs a batch of tasks (`waiter.rs`): it takes its tasks
-    /// itself, newest first, and thieves wait `OUTSIDE_PATIENCE_NS` for
-    /// them; otherwise `OUTSIDE_GRACE_NS`.
+    /// The owner runs a batch of tasks (`waiter.rs`): it holds the tasks
+    /// it took out of its entry, which keep the scheduler from being idle
+    /// (`Scheduler::is_idle`), and thieves wait `OUTSIDE_PATIENCE_NS` for
+    /// the ones left; otherwise `OUTSIDE_GRACE_NS`.
     running: AtomicBool,
 }
 
@@ -136,11 +137,43 @@ impl Deques {
         &self.slots[slot]
     }
 
-    /// The outside thread holding `entry` starts (`true`) or ends a batch
-    /// of its own tasks.
-    pub(super) fn set_outside_running(&self, entry: usize, running: bool) {
-        // Relaxed: a hint for thieves' patience.
-        self.outside_fills[entry].running.store(running, Ordering::Relaxed);
+    /// The outside thread holding `entry` starts a batch of its own tasks:
+    /// from here until [`Deques::end_outside_running`], the tasks it takes
+    /// count as in flight (README.md beside this file, "Idle, and the
+    /// destroy hook"). A plain store, no read-modify-write: the flag's line
+    /// is the owner's.
+    pub(super) fn begin_outside_running(&self, entry: usize) {
+        // Relaxed, then a Release fence: the flag is visible to whoever
+        // sees a later take out of this entry (a read-modify-write of its
+        // slot or deque, read by `any_outside_task` before its Acquire
+        // fence), so a look that finds the task gone finds the flag up.
+        self.outside_fills[entry].running.store(true, Ordering::Relaxed);
+        fence(Ordering::Release);
+    }
+
+    /// The batch begun by [`Deques::begin_outside_running`] ends: its
+    /// tasks are done, switched out, or queued again.
+    pub(super) fn end_outside_running(&self, entry: usize) {
+        // Release: what the batch's tasks queued is visible to a look that
+        // sees the flag down (`any_outside_running`'s Acquire).
+        self.outside_fills[entry].running.store(false, Ordering::Release);
+    }
+
+    /// True while an outside thread runs a batch of its own tasks; read
+    /// after [`Deques::any_outside_task`] (see `begin_outside_running`).
+    pub(super) fn any_outside_running(&self) -> bool {
+        self.outside_running() > 0
+    }
+
+    /// How many outside threads run a batch of their own tasks.
+    pub(super) fn outside_running(&self) -> usize {
+        let outside = self.outside_high.load(Ordering::Relaxed);
+        // Acquire fence: pairs with `begin_outside_running`'s Release
+        // fence through the take that the caller's look at the entries
+        // read.
+        fence(Ordering::Acquire);
+        // Acquire: pairs with `end_outside_running`'s Release.
+        (0..outside).filter(|&entry| self.outside_fills[entry].running.load(Ordering::Acquire)).count()
     }
 
     /// The next-task slot of the outside thread holding `entry`.

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::sync::asymmetric;
 use crate::sync::backoff::Backoff;
 use crate::sync::mutation;
 use crate::sync::signal;
@@ -66,6 +67,10 @@ impl IdleSignal {
     pub(super) fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        // Heavy fence: this count up before the looks at `is_idle`, against
+        // a waiter's batch end (its entry's flag down, light fence, look at
+        // this count: `Scheduler::with_waiter_fiber`). Once per wait.
+        asymmetric::heavy();
         // Drainers without a task leave as soon as they see a waiter
         // (`run_drainer`): that takes a moment, not a sleep and a wake.
         let mut backoff = IdleSignal::backoff();

@@ -31,6 +31,7 @@ use crate::exec::threads::fibers::WaiterFiber;
 use crate::exec::threads::Scheduler;
 use crate::object::completion::Completion;
 use crate::probe::observe;
+use crate::sync::asymmetric;
 use crate::sync::tls;
 
 /// How many tasks an outside thread's deque holds at most: crossbeam's
@@ -227,26 +228,40 @@ impl Scheduler {
         Some(unsafe { &*ptr })
     }
 
-    /// Calls `f` with this thread's waiter fiber here: its entry's (held
-    /// now if the thread holds none here yet), else, with every entry
-    /// held, a fiber for this call only.
+    /// Calls `f`, a waiter's batch of tasks, with this thread's waiter
+    /// fiber here: its entry's (held now if the thread holds none here
+    /// yet), else, with every entry held, a fiber for this call only. The
+    /// tasks the batch takes count as in flight until it ends: through the
+    /// entry's running flag, else through `waiter_tasks`
+    /// ([`Scheduler::hold_for_waiter`]).
     pub(super) fn with_waiter_fiber<R>(&self, f: impl FnOnce(&mut WaiterFiber) -> R) -> R {
         // The borrow lasts for the batch: the tasks on the fiber reach the
         // entry only through shared references (their pushes), and a task
         // that waits switches out instead of waiting here again.
         let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
+            let _held = self.hold_for_waiter();
             return f(&mut WaiterFiber::new());
         };
         let Ok(mut fiber) = entry.fiber.try_borrow_mut() else {
+            let _held = self.hold_for_waiter();
             return f(&mut WaiterFiber::new());
         };
-        // Thieves give the tasks of a thread that runs them more time.
-        // (Without it, a fine-grained loop's blocks went to a worker two
-        // microseconds after the waiter queued them, while it ran the
-        // others: 1.7x slower.)
-        self.deques.set_outside_running(entry.entry, true);
+        // The flag is the batch's hold: two plain stores on the entry's own
+        // line, where a count shared by the waiters cost two locked
+        // read-modify-writes a blocking await. Thieves also give the
+        // tasks of a thread that runs them more time. (Without it, a
+        // fine-grained loop's blocks went to a worker two microseconds
+        // after the waiter queued them, while it ran the others: 1.7x
+        // slower.)
+        self.deques.begin_outside_running(entry.entry);
         let result = f(&mut fiber);
-        self.deques.set_outside_running(entry.entry, false);
+        self.deques.end_outside_running(entry.entry);
+        // Light fence: the flag down before the look at the threads
+        // waiting for idleness, against their count up, heavy fence and
+        // look at the flag (`IdleSignal::wait`): one of the two sees the
+        // other (row 9 of the README's table).
+        asymmetric::light();
+        self.idle.notify_if(|| self.is_idle());
         result
     }
 

@@ -11,13 +11,17 @@ use crate::sync::process::lock;
 use crate::sync::Ordering;
 
 impl Scheduler {
-    /// True when no task is queued or running.
+    /// True when no task is queued or running. The holders of tasks
+    /// taken out of the queue and the entries (waiters) are read after
+    /// them: a look that finds a task gone finds its holder counted
+    /// (README.md beside this file, "Fences and re-checks", row 10).
     pub(super) fn is_idle(&self) -> bool {
         self.drainers.snapshot().drainers() == 0
             && self.queue.is_empty()
             && self.switched_out.load(Ordering::SeqCst) == 0
-            && self.waiter_tasks.load(Ordering::SeqCst) == 0
             && !self.deques.any_outside_task()
+            && !self.deques.any_outside_running()
+            && self.waiter_tasks.load(Ordering::SeqCst) == 0
     }
 
     /// True when some task is queued or running; false when none is, or
@@ -32,6 +36,7 @@ impl Scheduler {
             || !self.queue.is_empty()
             || self.waiter_tasks.load(Ordering::SeqCst) > 0
             || self.deques.any_outside_task()
+            || self.deques.any_outside_running()
     }
 
     /// Zero exactly when no task is queued or running; else the shared
@@ -42,6 +47,7 @@ impl Scheduler {
             + self.drainers.snapshot().drainers()
             + self.switched_out.load(Ordering::SeqCst)
             + self.waiter_tasks.load(Ordering::SeqCst)
+            + self.deques.outside_running()
     }
 
     /// Blocks until no task is queued or running, or `timeout` passed;

@@ -18,10 +18,11 @@
 //! tasks run with the floating-point environment of a pool thread, and the
 //! waiter gets its own back after them.
 //!
-//! While it holds a task, the scheduler is not idle: `waiter_tasks` counts
-//! the waiters between their take and the end of their task, and
-//! [`Scheduler::is_idle`] reads it. A waiter that brings it back to zero
-//! tells the threads waiting for idleness, as the last drainer does.
+//! While it holds a task, the scheduler is not idle: its entry's running
+//! flag is up from before its take to the end of its batch (`waiter_tasks`
+//! counts the waiters without an entry), and [`Scheduler::is_idle`] reads
+//! both. A waiter that ends its batch tells the threads waiting for
+//! idleness, as the last drainer does.
 
 use crossbeam_deque::Steal;
 
@@ -90,8 +91,6 @@ impl Scheduler {
             if !fiber.ready(self) {
                 return 0;
             }
-            // Counted once for the whole batch of tasks.
-            let held = self.hold_for_waiter();
             // The batch's tasks start with a pool thread's floating-point
             // environment; the waiter's comes back after them.
             let env = self.pool_env.enter();
@@ -112,7 +111,6 @@ impl Scheduler {
             // goes on on a fresh one.
             while !fiber.run(&batch) && !done() && fiber.ready(self) {}
             drop(env);
-            drop(held);
             batch.ran()
         })
     }
@@ -122,7 +120,7 @@ impl Scheduler {
     /// `drain_loop.rs` naps rather than spin then).
     pub(super) fn cores_taken(&self) -> bool {
         // Relaxed: a hint; nothing is published through it.
-        let waiters = self.waiter_tasks.load(Ordering::Relaxed);
+        let waiters = self.waiter_tasks.load(Ordering::Relaxed) + self.deques.outside_running();
         waiters > 0 && {
             let running = self.drainers.snapshot().permits().saturating_sub(self.lookout.looking());
             waiters + running >= self.cores
@@ -158,9 +156,11 @@ impl Scheduler {
     }
 
     /// Counts the calling thread in `waiter_tasks` until the guard drops:
-    /// tasks it holds out of the queue and the entries (a waiter's batch,
-    /// an exiting thread's leftovers on their way to the queue) keep the
-    /// scheduler from being idle meanwhile.
+    /// tasks it holds out of the queue and the entries (the batch of a
+    /// waiter without an entry, an exiting thread's leftovers on their way
+    /// to the queue) keep the scheduler from being idle meanwhile. (A
+    /// waiter with an entry holds its batch through the entry's running
+    /// flag: `with_waiter_fiber`.)
     pub(super) fn hold_for_waiter(&self) -> WaiterHold<'_> {
         // SeqCst, as `is_idle`'s load: a thread that sees the queue and
         // the entries empty after a take sees the count raised.
