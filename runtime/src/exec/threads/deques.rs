@@ -137,35 +137,24 @@ impl Deques {
         &self.slots[slot]
     }
 
-    /// The outside thread holding `entry` starts a batch of its own tasks:
-    /// from here until [`Deques::end_outside_running`], the tasks it takes
-    /// count as in flight (README.md beside this file, "Idle, and the
-    /// destroy hook"). A plain store, no read-modify-write: the flag's line
-    /// is the owner's.
+    /// The owner of `entry` starts a batch of its own tasks: until it ends,
+    /// the tasks it takes count as in flight (README.md, "Idle").
     pub(super) fn begin_outside_running(&self, entry: usize) {
-        // Relaxed, then a Release fence: the flag is visible to whoever
-        // sees a later take out of this entry (a read-modify-write of its
-        // slot or deque, read by `any_outside_task` before its Acquire
-        // fence), so a look that finds the task gone finds the flag up.
+        // Relaxed, then a Release fence: a look that reads a later take
+        // (a read-modify-write) and then `outside_running`'s Acquire fence
+        // sees the flag up.
         self.outside_fills[entry].running.store(true, Ordering::Relaxed);
         fence(Ordering::Release);
     }
 
-    /// The batch begun by [`Deques::begin_outside_running`] ends: its
-    /// tasks are done, switched out, or queued again.
+    /// The batch ends (its tasks done, switched out, or queued again).
     pub(super) fn end_outside_running(&self, entry: usize) {
-        // Release: what the batch's tasks queued is visible to a look that
-        // sees the flag down (`any_outside_running`'s Acquire).
+        // Release: what the batch queued is visible to a look that sees
+        // the flag down (`outside_running`'s Acquire).
         self.outside_fills[entry].running.store(false, Ordering::Release);
     }
 
-    /// True while an outside thread runs a batch of its own tasks; read
-    /// after [`Deques::any_outside_task`] (see `begin_outside_running`).
-    pub(super) fn any_outside_running(&self) -> bool {
-        self.outside_running() > 0
-    }
-
-    /// How many outside threads run a batch of their own tasks.
+    /// How many owners run a batch; read after [`Deques::any_outside_task`].
     pub(super) fn outside_running(&self) -> usize {
         let outside = self.outside_high.load(Ordering::Relaxed);
         // Acquire fence: pairs with `begin_outside_running`'s Release

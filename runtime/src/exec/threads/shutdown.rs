@@ -20,7 +20,7 @@ impl Scheduler {
             && self.queue.is_empty()
             && self.switched_out.load(Ordering::SeqCst) == 0
             && !self.deques.any_outside_task()
-            && !self.deques.any_outside_running()
+            && self.deques.outside_running() == 0
             && self.waiter_tasks.load(Ordering::SeqCst) == 0
     }
 
@@ -36,7 +36,7 @@ impl Scheduler {
             || !self.queue.is_empty()
             || self.waiter_tasks.load(Ordering::SeqCst) > 0
             || self.deques.any_outside_task()
-            || self.deques.any_outside_running()
+            || self.deques.outside_running() > 0
     }
 
     /// Zero exactly when no task is queued or running; else the shared
