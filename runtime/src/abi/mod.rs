@@ -302,6 +302,10 @@ macro_rules! init_hook {
         /// # Safety
         /// As the init hook.
         unsafe extern "C" fn $export(export_symbols: *mut c_void, caller: *const c_void) {
+            // A runner loads the library before it compiles the program: the
+            // registration for the gate's light fences (a grace period in a
+            // process with threads) runs meanwhile, not in the first calls.
+            crate::sync::asymmetric::prepare();
             // SAFETY: forwarded contract.
             unsafe { symbol_map::export(export_symbols, &EXPORTED, stringify!($name), caller) };
         }

@@ -10,11 +10,12 @@
 //!
 //! The command needs the process registered for it first. Registering
 //! costs half a microsecond in a process with one thread, and an RCU grace
-//! period (11-32 ms, measured on these VMs) in one with several: so a
-//! process that is single-threaded when its first instance starts (a
-//! program linked ahead of time) registers at once, and one that is not (a
-//! JIT runner with LLVM's threads) registers on a short-lived thread of its
-//! own. Until registration succeeds, and wherever it fails (no
+//! period (11-32 ms, measured on these VMs) in one with several. [`prepare`]
+//! starts it, at a runner's init hook (`__mlir_execution_engine_init`,
+//! called before the program is compiled) or else at the first instance: a
+//! process with one thread then (a program linked ahead of time) registers
+//! at once, any other on a short-lived thread of its own, while the runner
+//! compiles. Until registration succeeds, and wherever it fails (no
 //! `membarrier`, a seccomp filter, a failed thread start), [`light`] is a
 //! `SeqCst` fence, as before. A registration is inherited by a forked
 //! child and reset only by `exec`.
@@ -85,7 +86,8 @@ mod imp {
         membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED);
     }
 
-    /// Starts the registration, once per process (an instance starts).
+    /// Starts the registration, once per process (the init hook, or the
+    /// first instance).
     pub(crate) fn prepare() {
         if STATE.compare_exchange(FENCES, REGISTERING, Ordering::Relaxed, Ordering::Relaxed).is_err() {
             return;
