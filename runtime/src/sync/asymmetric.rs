@@ -11,11 +11,12 @@
 //! The command needs the process registered for it first. Registering
 //! costs half a microsecond in a process with one thread, and an RCU grace
 //! period (11-32 ms, measured on these VMs) in one with several. [`prepare`]
-//! starts it, at a runner's init hook (`__mlir_execution_engine_init`,
-//! called before the program is compiled) or else at the first instance: a
-//! process with one thread then (a program linked ahead of time) registers
-//! at once, any other on a short-lived thread of its own, while the runner
-//! compiles. Until registration succeeds, and wherever it fails (no
+//! (at a runner's init hook, `__mlir_execution_engine_init`, and at the
+//! first instance) registers at once in a process with one thread (a
+//! program linked ahead of time); in any other it leaves the registration
+//! to the first pool thread, before that thread's loop ([`register_pending`]):
+//! no thread of its own (a program that counts its threads sees the
+//! runtime's), and no caller waits for the grace period. Until registration succeeds, and wherever it fails (no
 //! `membarrier`, a seccomp filter, a failed thread start), [`light`] is a
 //! `SeqCst` fence, as before. A registration is inherited by a forked
 //! child and reset only by `exec`.
@@ -43,6 +44,8 @@ mod imp {
     }
 
     pub(crate) fn prepare() {}
+
+    pub(crate) fn register_pending() {}
 }
 
 #[cfg(all(not(loom), not(mlir_async_tsan), target_os = "linux"))]
@@ -51,10 +54,12 @@ mod imp {
 
     /// Not registered: both sides are `SeqCst` fences.
     const FENCES: u8 = 0;
-    /// A registration is under way (here or on its thread).
+    /// A registration is under way.
     const REGISTERING: u8 = 1;
     /// Registered: the light side is a compiler fence.
     const REGISTERED: u8 = 2;
+    /// Left to the first pool thread (`register_pending`).
+    const PENDING: u8 = 3;
 
     static STATE: AtomicU8 = AtomicU8::new(FENCES);
 
@@ -86,23 +91,24 @@ mod imp {
         membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED);
     }
 
-    /// Starts the registration, once per process (the init hook, or the
-    /// first instance).
+    /// Registers at once in a process with one thread, else leaves it to
+    /// [`register_pending`]; once per process.
     pub(crate) fn prepare() {
         if STATE.compare_exchange(FENCES, REGISTERING, Ordering::Relaxed, Ordering::Relaxed).is_err() {
             return;
         }
         if single_threaded() {
             register();
-            return;
+        } else {
+            STATE.store(PENDING, Ordering::Relaxed);
         }
-        let started = crate::sync::spawn::spawn(
-            std::thread::Builder::new().name("mlir-async-membarrier".into()).stack_size(64 * 1024),
-            register,
-        );
-        if started.is_err() {
-            // Stays with fences for good: a later instance does not retry.
-            STATE.store(FENCES, Ordering::Relaxed);
+    }
+
+    /// The registration [`prepare`] left, if any: on a pool thread before
+    /// its loop (the grace period of a process with threads).
+    pub(crate) fn register_pending() {
+        if STATE.compare_exchange(PENDING, REGISTERING, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            register();
         }
     }
 
@@ -141,7 +147,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{heavy, light, prepare};
+pub(crate) use imp::{heavy, light, prepare, register_pending};
 
 #[cfg(all(test, not(loom), not(mlir_async_tsan), target_os = "linux"))]
 mod tests {
@@ -156,6 +162,7 @@ mod tests {
     #[test]
     fn the_two_sides_never_both_miss() {
         prepare();
+        register_pending();
         let deadline = Instant::now() + Duration::from_secs(5);
         while !imp::registered() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
