@@ -14,9 +14,9 @@
 //! (at a runner's init hook, `__mlir_execution_engine_init`, and at the
 //! first instance) registers at once in a process with one thread (a
 //! program linked ahead of time); in any other it leaves the registration
-//! to the first pool thread, before that thread's loop ([`register_pending`]):
+//! to the first pool thread that finds nothing to do ([`register_pending`]):
 //! no thread of its own (a program that counts its threads sees the
-//! runtime's), and no caller waits for the grace period. Until registration succeeds, and wherever it fails (no
+//! runtime's), and no caller or task waits for the grace period. Until registration succeeds, and wherever it fails (no
 //! `membarrier`, a seccomp filter, a failed thread start), [`light`] is a
 //! `SeqCst` fence, as before. A registration is inherited by a forked
 //! child and reset only by `exec`.
@@ -104,10 +104,13 @@ mod imp {
         }
     }
 
-    /// The registration [`prepare`] left, if any: on a pool thread before
-    /// its loop (the grace period of a process with threads).
+    /// The registration [`prepare`] left, if any: on an idle pool thread
+    /// (the grace period of a process with threads).
     pub(crate) fn register_pending() {
-        if STATE.compare_exchange(PENDING, REGISTERING, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        // A load first: pool threads call this at each of their idle waits.
+        if STATE.load(Ordering::Relaxed) == PENDING
+            && STATE.compare_exchange(PENDING, REGISTERING, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
             register();
         }
     }

@@ -91,7 +91,6 @@ use crate::exec::threads::spares::{SpareThread, Spares};
 use crate::object::completion::Completion;
 use crate::probe::fuzz;
 use crate::probe::observe;
-use crate::sync::asymmetric;
 use crate::sync::fenv::PoolEnv;
 use crate::sync::misuse::abort_misuse;
 use crate::sync::process::{lock, Mutex};
@@ -347,19 +346,11 @@ impl Scheduler {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.workers)
             .spawn_handler(move |thread| {
-                let first = thread.index() == 0;
                 let handle = crate::sync::spawn::spawn(
                     std::thread::Builder::new()
                         .name(format!("mlir-async-{}", thread.index()))
                         .stack_size(platform_stack_size()),
-                    move || {
-                        if first {
-                            // The gate's fences (`sync/asymmetric.rs`): the
-                            // grace period here, before this thread's loop.
-                            asymmetric::register_pending();
-                        }
-                        thread.run()
-                    },
+                    move || thread.run(),
                 )?;
                 lock(&handles).push(handle);
                 Ok(())
