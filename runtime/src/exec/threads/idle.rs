@@ -67,14 +67,19 @@ impl IdleSignal {
     pub(super) fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.waiters.fetch_add(1, Ordering::SeqCst);
-        // Heavy fence: this count up before the looks at `is_idle`, against
-        // a waiter's batch end (its entry's flag down, light fence, look at
-        // this count: `Scheduler::with_waiter_fiber`). Once per wait.
-        asymmetric::heavy();
         // Drainers without a task leave as soon as they see a waiter
         // (`run_drainer`): that takes a moment, not a sleep and a wake.
         let mut backoff = IdleSignal::backoff();
         while !is_idle() && backoff.snooze() {}
+        // Heavy fence, only once the spin did not see idleness (a harness
+        // between two runs rarely gets here: a `membarrier` at every wait
+        // made the one-task program's runs 0.6-8.4 µs instead of 0.3-0.4):
+        // this count up before the looks at `is_idle` that precede a
+        // sleep, against a waiter's batch end (its entry's flag down, light
+        // fence, look at this count: `Scheduler::with_waiter_fiber`). A
+        // batch end the spin missed is seen by the re-check below, or
+        // notifies.
+        asymmetric::heavy();
         let mut guard = signal::lock(&self.lock);
         // The re-check under the lock: a drainer that left after the spin's
         // last look notified before this thread waits, and only the lock
