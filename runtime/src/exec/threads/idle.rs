@@ -70,24 +70,38 @@ impl IdleSignal {
         // Drainers without a task leave as soon as they see a waiter
         // (`run_drainer`): that takes a moment, not a sleep and a wake.
         let mut backoff = IdleSignal::backoff();
-        while !is_idle() && backoff.snooze() {}
-        // Heavy fence, only once the spin did not see idleness (a harness
-        // between two runs rarely gets here: a `membarrier` at every wait
-        // made the one-task program's runs 0.6-8.4 µs instead of 0.3-0.4):
-        // this count up before the looks at `is_idle` that precede a
-        // sleep, against a waiter's batch end (its entry's flag down, light
-        // fence, look at this count: `Scheduler::with_waiter_fiber`). A
-        // batch end the spin missed is seen by the re-check below, or
-        // notifies.
+        let spun_idle = loop {
+            if is_idle() {
+                break true;
+            }
+            if !backoff.snooze() {
+                break false;
+            }
+        };
+        let idle = spun_idle || self.sleep_until_idle(deadline, &is_idle);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        idle
+    }
+
+    /// [`IdleSignal::wait`] once its spin did not see idleness: the heavy
+    /// fence, then looks under the lock between sleeps.
+    fn sleep_until_idle(&self, deadline: Option<Instant>, is_idle: &impl Fn() -> bool) -> bool {
+        // Heavy fence, only here (a harness waits for idleness after each
+        // run, and its spin sees it: a `membarrier` at every wait made the
+        // one-task program's runs 0.6 µs instead of 0.4): the count up
+        // before the looks at `is_idle` that precede a sleep, against a
+        // waiter's batch end (its entry's flag down, light fence, look at
+        // this count: `Scheduler::with_waiter_fiber`). A batch end the spin
+        // missed is seen by the re-check below, or notifies.
         asymmetric::heavy();
         let mut guard = signal::lock(&self.lock);
         // The re-check under the lock: a drainer that left after the spin's
         // last look notified before this thread waits, and only the lock
         // orders the two (`notify` takes it). Mutation 4 skips it once.
         let mut recheck = !mutation::IDLE_NO_RECHECK;
-        let idle = loop {
+        loop {
             if recheck && is_idle() {
-                break true;
+                return true;
             }
             recheck = true;
             // A bounded wait: a safety net, not part of the protocol.
@@ -95,13 +109,10 @@ impl IdleSignal {
             if let Some(deadline) = deadline {
                 match deadline.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => wait = wait.min(left),
-                    _ => break false,
+                    _ => return false,
                 }
             }
             guard = self.cv.wait_timeout(guard, wait).unwrap_or_else(|e| e.into_inner()).0;
-        };
-        drop(guard);
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        idle
+        }
     }
 }
