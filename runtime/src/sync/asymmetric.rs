@@ -16,10 +16,10 @@
 //! program linked ahead of time); in any other it leaves the registration
 //! to the first pool thread that finds nothing to do ([`register_pending`]):
 //! no thread of its own (a program that counts its threads sees the
-//! runtime's), and no caller or task waits for the grace period. Until registration succeeds, and wherever it fails (no
-//! `membarrier`, a seccomp filter, a failed thread start), [`light`] is a
-//! `SeqCst` fence, as before. A registration is inherited by a forked
-//! child and reset only by `exec`.
+//! runtime's), and no caller or task waits for the grace period. Until
+//! registration succeeds, and for good where it fails (no `membarrier`, a
+//! seccomp filter), [`light`] is a `SeqCst` fence, as before. A
+//! registration is inherited by a forked child and reset only by `exec`.
 //!
 //! Why not a crate: `membarrier` and `membarrier2` register from a load-time
 //! constructor (11 ms or more inside a `dlopen` from a threaded runner),
@@ -52,7 +52,7 @@ mod imp {
 mod imp {
     use std::sync::atomic::{compiler_fence, fence, AtomicU8, Ordering};
 
-    /// Not registered: both sides are `SeqCst` fences.
+    /// Not asked yet: both sides are `SeqCst` fences.
     const FENCES: u8 = 0;
     /// A registration is under way.
     const REGISTERING: u8 = 1;
@@ -60,6 +60,9 @@ mod imp {
     const REGISTERED: u8 = 2;
     /// Left to the first pool thread (`register_pending`).
     const PENDING: u8 = 3;
+    /// Refused by the kernel: fences for good, and no later instance asks
+    /// again (each ask reads `/proc` and makes two system calls).
+    const UNAVAILABLE: u8 = 4;
 
     static STATE: AtomicU8 = AtomicU8::new(FENCES);
 
@@ -127,7 +130,7 @@ mod imp {
     fn register() {
         let registered = supported() && membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
         // Release: pairs with `light`'s Acquire.
-        STATE.store(if registered { REGISTERED } else { FENCES }, Ordering::Release);
+        STATE.store(if registered { REGISTERED } else { UNAVAILABLE }, Ordering::Release);
     }
 
     /// True when the process has one thread (`/proc/self/stat`, field 20),

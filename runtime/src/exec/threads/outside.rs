@@ -238,11 +238,8 @@ impl Scheduler {
         // The borrow lasts for the batch: the tasks on the fiber reach the
         // entry only through shared references (their pushes), and a task
         // that waits switches out instead of waiting here again.
-        let Some(entry) = entry_on(self).or_else(|| self.hold_entry()) else {
-            let _held = self.hold_for_waiter();
-            return f(&mut WaiterFiber::new());
-        };
-        let Ok(mut fiber) = entry.fiber.try_borrow_mut() else {
+        let own = entry_on(self).or_else(|| self.hold_entry());
+        let Some((entry, mut fiber)) = own.and_then(|entry| Some((entry, entry.fiber.try_borrow_mut().ok()?))) else {
             let _held = self.hold_for_waiter();
             return f(&mut WaiterFiber::new());
         };
