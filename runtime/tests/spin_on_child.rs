@@ -99,6 +99,27 @@ fn continuation_then_spin(rounds: usize) {
     __mlir_execution_engine_destroy();
 }
 
+/// A thread outside the pool queues one task onto its empty entry and spins
+/// until it ran, never in an `Await*`; each round on a fresh thread (a
+/// fresh entry), after a pause in which the pool's threads went to sleep
+/// and one of them took the watch (`exec/threads/watch.rs`): the push woke
+/// nobody, and only the watch's look can start a drainer for the task.
+fn outside_then_spin(rounds: usize) {
+    for round in 0..rounds {
+        std::thread::sleep(Duration::from_millis(5));
+        std::thread::spawn(move || {
+            let flag = Arc::new(AtomicBool::new(false));
+            let set = Arc::clone(&flag);
+            let (h, r) = task(move || set.store(true, Ordering::Release));
+            mlirAsyncRuntimeExecute(h, r);
+            spin_on(&flag, &format!("round {round}: a task queued from outside"));
+        })
+        .join()
+        .unwrap();
+    }
+    __mlir_execution_engine_destroy();
+}
+
 /// The child side: runs the scenario named in the environment, if any.
 #[test]
 fn scenario_child() {
@@ -107,6 +128,7 @@ fn scenario_child() {
         "execute" => child_then_spin(200, false, "the child of an Execute inside a task"),
         "two-children" => child_then_spin(200, true, "the older of two children"),
         "continuation" => continuation_then_spin(200),
+        "outside" => outside_then_spin(20),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -134,4 +156,24 @@ fn a_task_spinning_on_the_older_of_two_children_completes() {
 #[test]
 fn a_task_spinning_on_a_continuation_it_fired_completes() {
     assert_completes("continuation");
+}
+
+/// A thread outside the pool that queues a task and spins on it, never
+/// awaiting, while the watch holds: the watch starts a drainer for it
+/// (the stats count it, so the test fails if the pushes woke a thread).
+#[test]
+fn a_thread_outside_the_pool_spinning_on_the_task_it_queued_completes() {
+    let run = run_child(
+        "scenario_child",
+        &[(SCENARIO_ENV, "outside"), ("MLIR_ASYNC_RUNTIME_WORKERS", "2"), ("MLIR_ASYNC_RUNTIME_STATS", "1")],
+        Duration::from_secs(60),
+    );
+    assert!(run.succeeded(), "outside with 2 workers: {}", run.describe());
+    let started = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("started by the watch"))
+        .and_then(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no count of tasks started by the watch: {}", run.describe()));
+    assert!(started >= 10, "the watch started {started} of 20 tasks left in their entries: {}", run.describe());
 }

@@ -141,6 +141,10 @@ run 15-binding-no-recheck-loom mutation-binding-no-recheck caught "a torn read o
 # queued behind the destroy's back.
 run 16-gate-no-fence-loom mutation-gate-no-fence caught "queued behind the closer's back" -- \
     "${loom[@]}" --features mutation-gate-no-fence --lib -- --exact instance::loom_gate::close_against_enter_as
+# (17) the watcher lets go of the watch without looking at the entries:
+# loom finds a task queued as it lets go with no drainer.
+run 17-watch-no-recheck-loom mutation-watch-no-recheck caught "was stranded" -- \
+    "${loom[@]}" --features mutation-watch-no-recheck --lib -- --exact exec::threads::loom_watch::a_task_queued_as_the_watcher_lets_go_gets_a_drainer
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

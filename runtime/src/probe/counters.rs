@@ -59,6 +59,11 @@ counters! {
     TaskStacksRefused => "task stacks refused",
     /// Spare threads started to take the place of blocked ones.
     SpareThreadsStarted => "spare threads started",
+    /// Tasks an outside thread queued on its empty entry while the watch
+    /// held (`exec/threads/watch.rs`): no drainer started for them.
+    WatchCovered => "tasks queued without a wake-up",
+    /// ... of which its owner left, and the watch started a drainer for.
+    WatchStarted => "  started by the watch",
     TokensCreated => "tokens created",
     ValuesCreated => "values created",
     GroupsCreated => "groups created",
@@ -125,6 +130,10 @@ pub(super) fn blocking_wait(in_task: bool) {
 
 pub(crate) fn spare_thread_started() {
     add(Counter::SpareThreadsStarted);
+}
+
+pub(crate) fn add_to(counter: Counter) {
+    add(counter);
 }
 
 pub(super) fn task_switched_out() {

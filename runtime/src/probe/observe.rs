@@ -250,6 +250,22 @@ pub(crate) fn spare_thread_started() {
     }
 }
 
+/// An outside thread's push woke nobody: the watch covered it.
+#[inline(always)]
+pub(crate) fn watch_covered() {
+    if mode() & STATS != 0 {
+        counters::add_to(counters::Counter::WatchCovered);
+    }
+}
+
+/// The watch started a drainer for a task that its owner left in its entry.
+#[cold]
+pub(crate) fn watch_started() {
+    if mode() & STATS != 0 {
+        counters::add_to(counters::Counter::WatchStarted);
+    }
+}
+
 /// The start of a blocking wait, to pass to [`wait_ended`]; `None` when
 /// observation is off.
 #[inline(always)]

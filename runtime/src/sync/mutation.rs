@@ -104,3 +104,10 @@ pub(crate) const BINDING_NO_RECHECK: bool = cfg!(feature = "mutation-binding-no-
 /// (`instance/gate.rs`, `Gate::enter_as`), so a destroy may close and find
 /// it absent while it queues a task behind the destroy's back.
 pub(crate) const GATE_NO_FENCE: bool = cfg!(feature = "mutation-gate-no-fence");
+
+/// (17) The watcher lets go of the watch without looking at the outside
+/// threads' entries (`exec/threads/watch.rs`, `Scheduler::let_go_watch`):
+/// a task whose owner saw the watch still held, and started no drainer,
+/// waits in its entry until its owner takes it: forever, when the owner
+/// does not wait for it.
+pub(crate) const WATCH_NO_RECHECK: bool = cfg!(feature = "mutation-watch-no-recheck");

@@ -2,7 +2,7 @@
 //! none, on task stacks (`fibers.rs`) or, with task stacks off or none to
 //! be had, on its thread's own stack (README.md beside this file).
 
-use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::patience::SlotPatience;
 use crate::exec::threads::drainers::DrainerKind;
 use crate::exec::threads::fibers::{self, FiberContext, LoopEnd};
 use crate::exec::threads::overflow;

@@ -43,6 +43,12 @@ impl Lookout {
         Lookout { looking: AtomicUsize::new(0), max }
     }
 
+    /// As many lookers at once as `cores`, as rayon lets every idle thread
+    /// search, and at most the `workers`.
+    pub(super) fn for_cores(cores: usize, workers: usize) -> Lookout {
+        Lookout::new(cores.clamp(1, workers.max(1)))
+    }
+
     /// How many drainers look for work now (a hint).
     pub(super) fn looking(&self) -> usize {
         // Relaxed: a hint; nothing is published through it.

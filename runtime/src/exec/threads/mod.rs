@@ -57,9 +57,12 @@ mod loom_idle;
 mod loom_slot;
 #[cfg(all(test, loom))]
 mod loom_spares;
+#[cfg(all(test, loom))]
+mod loom_watch;
 pub(crate) mod migration;
 mod outside;
 mod overflow;
+mod patience;
 mod pool_bindings;
 mod pool_starts;
 mod shutdown;
@@ -68,6 +71,7 @@ pub(crate) mod spares;
 pub(crate) mod stacks;
 pub(crate) mod wait;
 mod waiter;
+mod watch;
 
 pub(super) use blocked::Blocked;
 use idle::IdleSignal;
@@ -81,12 +85,14 @@ use crossbeam_deque::{Injector, Steal, Worker};
 
 use crate::base::task::{Route, Task};
 use crate::exec::config::{platform_stack_size, Config, WaiterRuns};
-use crate::exec::threads::deques::{Deques, SlotPatience};
+use crate::exec::threads::deques::Deques;
+use crate::exec::threads::patience::SlotPatience;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot};
 use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::pool_bindings::PoolBindings;
 use crate::exec::threads::pool_starts::PoolStarts;
 use crate::exec::threads::slot::Slot;
+use crate::exec::threads::watch::Watch;
 use crate::exec::threads::spares::{SpareThread, Spares};
 use crate::object::completion::Completion;
 use crate::probe::fuzz;
@@ -121,6 +127,8 @@ pub(crate) struct Scheduler {
     pool: Mutex<Option<rayon::ThreadPool>>,
     /// Drainer starts owed to the pool's threads, which wait for them.
     pool_starts: PoolStarts,
+    /// Who looks at the outside entries while the pool sleeps (`watch.rs`).
+    watch: Watch,
     /// What the tasks that runtime threads queue produce, for waiters
     /// (`pool_bindings.rs`).
     pool_bindings: PoolBindings,
@@ -129,7 +137,7 @@ pub(crate) struct Scheduler {
     spares: Arc<Spares>,
     idle: IdleSignal,
     /// Idle drainers looking for work, and how many may at once: one a
-    /// core, at most the workers (`max_spinning`; why:
+    /// core, at most the workers (`Lookout::for_cores`; why:
     /// docs/decisions/idle-backoff.md; the wake-up of a task put
     /// in a slot: `lookout.rs`).
     lookout: Lookout,
@@ -317,17 +325,6 @@ pub(crate) fn forget_thread_context() {
     });
 }
 
-/// The machine's parallelism.
-fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// How many idle drainers may look for work at once (`Scheduler::lookout`):
-/// one a core, as rayon lets every idle thread search, at most the workers.
-fn max_spinning(cores: usize, workers: usize) -> usize {
-    cores.clamp(1, workers.max(1))
-}
-
 impl Scheduler {
     /// A scheduler with its rayon pool started.
     pub(crate) fn start(config: Config) -> Arc<Scheduler> {
@@ -340,7 +337,7 @@ impl Scheduler {
         // this by chance.
         let _ = Worker::<()>::new_lifo().stealer().steal();
         let pool_env = PoolEnv::capture(); // the pool's threads inherit it
-        let cores = available_cores();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let pool_threads = Arc::new(Mutex::new(Vec::new()));
         let handles = Arc::clone(&pool_threads);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -365,11 +362,12 @@ impl Scheduler {
             drainers: Drainers::new(config.workers),
             pool: Mutex::new(None),
             pool_starts: PoolStarts::new(),
+            watch: Watch::new(),
             pool_bindings: PoolBindings::new(),
             pool_threads,
             spares: Spares::new(config.max_spares(), config.spare_keep_alive),
             idle: IdleSignal::new(),
-            lookout: Lookout::new(max_spinning(cores, config.workers)),
+            lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             switched_out: AtomicUsize::new(0),

@@ -156,18 +156,26 @@ impl Scheduler {
             // again as they are taken: 220 instructions a task on fan-out).
             return self.push(task);
         }
-        self.deques.push_outside(entry.entry, &entry.worker, task);
+        let fill = self.deques.push_outside(entry.entry, &entry.worker, task);
         observe::task_queued(|| self.queue.len() + entry.worker.len());
-        // A drainer must be looking, or be started (`lookout.rs`): at
-        // every push, even onto a deque that held a task. Skipping the
-        // fence there ("the drainer found for the older task looks
-        // again") lost tasks: this thread's "not empty" may be stale
-        // against a thief that just emptied the deque, and that thief's
-        // last look may miss this push, which no fence orders before it
+        // A drainer must be looking, or be started (`lookout.rs`), or the
+        // watch must hold (`watch.rs`: the first task of a fill, which
+        // this thread usually runs itself at its next `Await*`): at every
+        // push, even onto a deque that held a task. Skipping the fence
+        // there ("the drainer found for the older task looks again") lost
+        // tasks: this thread's "not empty" may be stale against a thief
+        // that just emptied the deque, and that thief's last look may miss
+        // this push, which no fence orders before it
         // (`runtime/tests/lifecycle.rs`,
-        // `the_destroy_hook_returns_against_an_endless_producer`, hung
-        // in 1 run of 2).
-        self.after_local_push();
+        // `the_destroy_hook_returns_against_an_endless_producer`, hung in
+        // 1 run of 2).
+        if self.lookout.should_start(&self.drainers) {
+            if fill && self.watch.covers(entry.entry) {
+                observe::watch_covered();
+            } else {
+                self.start_drainer(self.drainers.try_start());
+            }
+        }
     }
 
     /// Queues a task made ready by a task that this thread runs while it
@@ -208,6 +216,7 @@ impl Scheduler {
         drop(old);
         let fifo = self.config.waiters_run == WaiterRuns::Producers;
         let (index, worker) = self.deques.hold_outside(fifo)?;
+        self.watch.forget_entry(index);
         let entry =
             Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker, fifo });
         let ptr: *const OutsideEntry = &*entry;

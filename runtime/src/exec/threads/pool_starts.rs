@@ -8,12 +8,14 @@
 
 use crate::exec::threads::drainers::{DrainerKind, Start};
 use crate::exec::threads::spares::{NotStarted, SpareThread};
+use crate::exec::threads::watch;
 use crate::exec::threads::Scheduler;
 use crate::probe::observe;
 use crate::sync::asymmetric;
 use crate::sync::misuse::warn;
 use crate::sync::process::{lock, AtomicBool, AtomicUsize, Condvar, Mutex};
 use crate::sync::Ordering;
+use std::time::Duration;
 
 pub(super) struct PoolStarts {
     /// Held for every change of the counts below, and by `wake`'s waits.
@@ -27,6 +29,20 @@ pub(super) struct PoolStarts {
     /// (std's `notify_one` makes a system call even when nobody waits, a
     /// microsecond of the pushing thread's at every start).
     sleepers: AtomicUsize,
+    /// The watcher (`watch.rs`) sleeps on `watch`: a start wakes it only
+    /// when no other pool thread sleeps, since it then lets go of the watch.
+    watch: Condvar,
+    watcher_asleep: AtomicBool,
+}
+
+/// What a pool thread's wait ended with.
+pub(super) enum Took {
+    /// A drainer start.
+    Start,
+    /// The watcher's period (no start owed).
+    Period,
+    /// The pool closed, with no start owed.
+    Closed,
 }
 
 // The counts are atomics changed under the lock, not data inside it: std
@@ -44,6 +60,8 @@ impl PoolStarts {
             starts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
+            watch: Condvar::new(),
+            watcher_asleep: AtomicBool::new(false),
         }
     }
 
@@ -57,23 +75,38 @@ impl PoolStarts {
         // Release: see above (a load and a store, under the lock).
         self.starts.store(self.starts.load(Ordering::Relaxed) + 1, Ordering::Release);
         let sleeper = self.sleepers.load(Ordering::Relaxed) > 0;
+        let watcher = self.watcher_asleep.load(Ordering::Relaxed);
         drop(guard);
         if sleeper {
             self.wake.notify_one();
+        } else if watcher {
+            self.watch.notify_one();
         }
         true
     }
 
-    /// On a pool thread: waits for a start owed, and takes it; false once
-    /// the pool closes with none owed.
-    pub(super) fn take(&self) -> bool {
+    /// On a pool thread: waits for a start owed, and takes it; with
+    /// `period` (the watcher), waits at most that long.
+    pub(super) fn take(&self, period: Option<Duration>) -> Took {
         let mut guard = lock(&self.lock);
+        let mut period_over = false;
         loop {
             if self.take_one() {
-                return true;
+                return Took::Start;
             }
             if self.closed.load(Ordering::Relaxed) {
-                return false;
+                return Took::Closed;
+            }
+            if period_over {
+                return Took::Period;
+            }
+            if let Some(period) = period {
+                self.watcher_asleep.store(true, Ordering::Relaxed);
+                let (g, wait) = self.watch.wait_timeout(guard, period).unwrap_or_else(|e| e.into_inner());
+                guard = g;
+                self.watcher_asleep.store(false, Ordering::Relaxed);
+                period_over = wait.timed_out();
+                continue;
             }
             self.sleepers.store(self.sleepers.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
@@ -112,6 +145,7 @@ impl PoolStarts {
             self.closed.store(true, Ordering::Relaxed);
         }
         self.wake.notify_all();
+        self.watch.notify_all();
     }
 }
 
@@ -123,15 +157,36 @@ impl Scheduler {
     /// thread from work. (Before its first drainer instead, it made
     /// fib-spawn 1.23x as long: one of 2 workers gone for most of a 35 ms
     /// run.)
+    ///
+    /// A thread that drained and goes to sleep takes the watch if nobody
+    /// holds it (`watch.rs`), and lets go of it when a start wakes it.
     pub(super) fn run_pool_thread(&self) {
+        let mut watching = false;
+        let mut drained = false;
         loop {
             if self.pool_starts.owed() == 0 {
                 asymmetric::register_pending();
             }
-            if !self.pool_starts.take() {
-                return;
+            if drained && !watching {
+                watching = self.take_watch();
             }
-            self.run_drainer(None);
+            drained = false;
+            match self.pool_starts.take(watching.then_some(watch::PERIOD)) {
+                Took::Start => {
+                    if std::mem::take(&mut watching) {
+                        self.let_go_watch();
+                    }
+                    self.run_drainer(None);
+                    drained = true;
+                }
+                Took::Period => watching = self.watch_period(),
+                Took::Closed => {
+                    if watching {
+                        self.let_go_watch();
+                    }
+                    return;
+                }
+            }
         }
     }
 

@@ -8,7 +8,7 @@
 //! threads and none runs nested on this stack.
 
 use crate::exec::config::WaiterRuns;
-use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::patience::SlotPatience;
 use crate::exec::threads::fibers;
 use crate::exec::threads::{self, Blocked, Scheduler, STUCK_CHECK_INTERVAL};
 use crate::object::completion::{Completion, Outcome, Waiter};

@@ -30,7 +30,7 @@ use std::cell::{Cell, RefCell};
 
 use crate::base::task::Task;
 use crate::exec::config::WaiterRuns;
-use crate::exec::threads::deques::SlotPatience;
+use crate::exec::threads::patience::SlotPatience;
 use crate::exec::threads::fibers::WaiterBatch;
 use crate::exec::threads::{binding, overflow, Scheduler};
 use crate::object::completion::Completion;

@@ -1,0 +1,165 @@
+//! How long a thief lets a task wait in another thread's next-task slot or
+//! outside entry before it takes it (`deques.rs` looks, this decides).
+
+use crate::base::task::Task;
+use crate::exec::threads::slot::{Slot, Stamp};
+
+/// How long an idle drainer lets a task wait in another thread's slot
+/// before it takes it: the owner usually takes it itself within
+/// microseconds (the next link of a dependency chain, which then runs on
+/// the same core), so a thief takes it only after seeing the same task
+/// (the same [`Stamp`]) for [`SlotPatience::ROUNDS`] of its idle rounds
+/// (and a drainer that sees such a task does not leave meanwhile), or on
+/// its last look before it leaves for another reason, as Go's scheduler
+/// steals its `runnext` only on its last stealing pass (and after 3 µs).
+#[derive(Default)]
+pub(super) struct SlotPatience {
+    /// The task being watched: its thread's slot and stamp, and the idle
+    /// round at which it was first seen.
+    pub(super) watched: Option<(usize, Stamp, u32)>,
+    /// Idle rounds since the drainer last ran a task.
+    pub(super) round: u32,
+    /// Take any task now (the drainer's last look before leaving).
+    pub(super) last_look: bool,
+    /// The last look at the slots left a task in one.
+    pub(super) waiting: bool,
+    /// ... in an outside thread's entry: it may be taken within
+    /// microseconds (`OUTSIDE_PATIENCE_NS`), too soon for a nap.
+    pub(super) waiting_outside: bool,
+    /// When the first task left waiting in an outside thread's entry may
+    /// be taken (ns from the registry's epoch; `Deques::wait_for_outside`).
+    pub(super) outside_due: u64,
+    /// How much longer than `outside_due` the next wait for an outside
+    /// entry lasts: doubled at each wait, until the drainer runs a task.
+    pub(super) outside_backoff: u64,
+    /// The next idle round looks at the slots (after a nap).
+    pub(super) look_next: bool,
+    /// The drainer leaves because enough drainers look for work.
+    pub(super) over_cap: bool,
+    /// The drainer's backoff ran out while a task waits in a slot: it
+    /// sleeps between looks, and looks at every round.
+    pub(super) napping: bool,
+}
+
+impl SlotPatience {
+    /// Idle rounds a task must have waited in a slot before a thief takes
+    /// it: about as many microseconds on this machine (a round is a
+    /// spin-loop hint and a look at the queue, the deques and the slots).
+    pub(super) const ROUNDS: u32 = 16;
+
+    /// One more idle round.
+    pub(super) fn next_round(&mut self) {
+        self.round = self.round.wrapping_add(1);
+    }
+
+    /// The drainer ran a task: start over.
+    pub(super) fn reset(&mut self) {
+        *self = SlotPatience::default();
+    }
+
+    /// The drainer's next look is its last before it leaves.
+    pub(super) fn set_last_look(&mut self, last: bool) {
+        self.last_look = last;
+    }
+
+    pub(super) fn is_last_look(&self) -> bool {
+        self.last_look
+    }
+
+    /// The last look at the slots left a task waiting in one (too young to
+    /// take).
+    pub(super) fn saw_waiting(&self) -> bool {
+        self.waiting
+    }
+
+    /// The drainer's last look is because enough drainers look for work.
+    pub(super) fn set_over_cap(&mut self) {
+        self.over_cap = true;
+    }
+
+    /// The last look left a task waiting in an outside thread's entry.
+    pub(super) fn saw_waiting_outside(&self) -> bool {
+        self.waiting_outside
+    }
+
+    /// Idle rounds between two looks at the other threads' slots.
+    const LOOK_EVERY: u32 = 8;
+
+    /// Does this idle round look at the other threads' slots? Every
+    /// [`SlotPatience::LOOK_EVERY`] rounds, and on the last look: a look
+    /// pulls the cache line that the slot's owner writes twice a task, which
+    /// slowed a dependency chain on the other core by 12% when the idle
+    /// drainer looked at every round (nested-chain, 2 workers).
+    pub(super) fn looks_at_slots(&self) -> bool {
+        self.last_look || self.napping || self.look_next || self.round % Self::LOOK_EVERY == 0
+    }
+
+    /// The next idle round looks at the slots (once).
+    pub(super) fn look_next(&mut self) {
+        self.look_next = true;
+    }
+
+    /// The drainer sleeps between its looks from now on.
+    pub(super) fn napping(&mut self) {
+        self.napping = true;
+    }
+
+    /// May the task seen as `stamp` in `slot` be taken now? Watches it if
+    /// nothing else is.
+    fn may_take(&mut self, slot: usize, stamp: Stamp) -> Look {
+        if self.last_look {
+            return Look::Take;
+        }
+        match self.watched {
+            Some((s, st, since)) if s == slot && st == stamp => {
+                if self.round.wrapping_sub(since) >= Self::ROUNDS {
+                    Look::Take
+                } else {
+                    Look::Watched
+                }
+            }
+            Some((s, _, _)) if s != slot => Look::Other,
+            _ => {
+                self.watched = Some((slot, stamp, self.round));
+                Look::Watched
+            }
+        }
+    }
+}
+
+/// What a thief's look at the slots saw and left: a task waiting in one,
+/// and the watched task among them.
+#[derive(Default)]
+pub(super) struct SlotsSeen {
+    pub(super) waiting: bool,
+    pub(super) watched: bool,
+}
+
+/// Looks at one next-task slot, `id` to `patience` (a runtime thread's
+/// index, or an outside entry's after those): takes its task if `patience`
+/// lets it, else notes in `seen` that a task waits there.
+pub(super) fn look_at_slot(slot: &Slot, id: usize, patience: &mut SlotPatience, seen: &mut SlotsSeen) -> Option<Task> {
+    let stamp = slot.peek()?;
+    match patience.may_take(id, stamp) {
+        Look::Take => {
+            let task = slot.steal(stamp)?;
+            patience.watched = None;
+            return Some(task);
+        }
+        Look::Watched => {
+            seen.watched = true;
+            seen.waiting = true;
+        }
+        Look::Other => seen.waiting = true,
+    }
+    None
+}
+
+/// What a thief does with a task it sees in a slot.
+enum Look {
+    Take,
+    /// Leave it: it is the watched task, not waiting long enough yet.
+    Watched,
+    /// Leave it: another slot's task is watched.
+    Other,
+}
