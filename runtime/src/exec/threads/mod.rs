@@ -16,7 +16,9 @@
 //!   `drain_loop.rs`). An idle drainer looks for work for a while (one a
 //!   core at most, `lookout.rs`): the queue, other threads' deques, and,
 //!   after some patience, their slots and the outside entries
-//!   (`deques.rs`). A push starts a drainer when none looks.
+//!   (`deques.rs`). A push starts a drainer when none looks; while the
+//!   pool sleeps, one pool thread looks at the outside entries every
+//!   millisecond instead, for an outside thread's first task (`watch.rs`).
 //! - A task that blocks in an `Await*` on a runtime thread switches out on
 //!   its own stack (`fibers.rs`, `stacks.rs`): the thread goes on with
 //!   other tasks, and the task is queued again when the object completes,

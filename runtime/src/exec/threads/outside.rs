@@ -8,8 +8,10 @@
 //! worker is woken for it. An idle drainer takes them as it takes a task
 //! waiting in a runtime thread's slot: once they have waited there for a
 //! while (`deques.rs`, `OUTSIDE_PATIENCE_NS`), or on its last look; and a
-//! put starts a drainer when none looks for work (`lookout.rs`), so a
-//! thread that queues a task and then does not wait for it (a spin on
+//! put starts a drainer when none looks for work (`lookout.rs`), unless
+//! the watch holds and the put is the first of a fill (`watch.rs`: the
+//! watch starts one within two milliseconds for a task its owner leaves),
+//! so a thread that queues a task and then does not wait for it (a spin on
 //! memory, a condvar, its own work) does not hold it.
 //!
 //! The entry is held from the thread's first task until the thread exits,
