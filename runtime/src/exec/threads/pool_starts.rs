@@ -274,3 +274,36 @@ impl Scheduler {
         ));
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A start that comes as the watcher's period ends is taken, not lost
+    /// with the period (an earlier `take` took it in its check after the
+    /// timeout, then reported the period: the start's permit leaked, and
+    /// `runtime/tests/blocking.rs` hung). Deterministic: this thread holds
+    /// the lock across the end of the watcher's period, and owes the start
+    /// (as `start_one` does, under the lock) before letting it go.
+    #[test]
+    fn a_start_owed_as_the_watchers_period_ends_is_taken() {
+        let starts = Arc::new(PoolStarts::new());
+        let watcher = {
+            let starts = Arc::clone(&starts);
+            std::thread::spawn(move || matches!(starts.take(Some(Duration::from_millis(5))), Took::Start))
+        };
+        // The watcher sleeps on its condvar: it set the flag under the lock,
+        // and the wait let go of the lock.
+        while !starts.watcher_asleep.load(Ordering::Relaxed) {
+            std::thread::yield_now();
+        }
+        {
+            let _guard = lock(&starts.lock);
+            std::thread::sleep(Duration::from_millis(20));
+            starts.starts.store(1, Ordering::Release);
+        }
+        assert!(watcher.join().unwrap(), "the start owed as the period ended was not taken");
+        assert_eq!(starts.owed(), 0);
+    }
+}
