@@ -132,8 +132,12 @@ pub(crate) fn spare_thread_started() {
     add(Counter::SpareThreadsStarted);
 }
 
-pub(crate) fn add_to(counter: Counter) {
-    add(counter);
+pub(crate) fn watch_covered() {
+    add(Counter::WatchCovered);
+}
+
+pub(crate) fn watch_started() {
+    add(Counter::WatchStarted);
 }
 
 pub(super) fn task_switched_out() {

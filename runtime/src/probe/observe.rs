@@ -254,7 +254,7 @@ pub(crate) fn spare_thread_started() {
 #[inline(always)]
 pub(crate) fn watch_covered() {
     if mode() & STATS != 0 {
-        counters::add_to(counters::Counter::WatchCovered);
+        counters::watch_covered();
     }
 }
 
@@ -262,7 +262,7 @@ pub(crate) fn watch_covered() {
 #[cold]
 pub(crate) fn watch_started() {
     if mode() & STATS != 0 {
-        counters::add_to(counters::Counter::WatchStarted);
+        counters::watch_started();
     }
 }
 

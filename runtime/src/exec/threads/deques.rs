@@ -434,7 +434,7 @@ impl Deques {
     /// and the idle check, look (`Scheduler::act_after_leave`,
     /// `Scheduler::is_idle`).
     pub(super) fn any_outside_task(&self) -> bool {
-        (0..self.outside_entries()).any(|entry| self.outside_fill(entry).1)
+        (0..self.outside_entries()).any(|entry| self.outside_holds_task(entry))
     }
 
     /// One past the highest outside entry ever held.
@@ -446,9 +446,12 @@ impl Deques {
     /// the entry holds a task now (the watch's look, `watch.rs`).
     pub(super) fn outside_fill(&self, entry: usize) -> (u64, bool) {
         // Relaxed: a hint (see `push_outside`).
-        let fills = self.outside_fills[entry].count.load(Ordering::Relaxed);
-        let holds = self.outside_slots[entry].is_full()
-            || lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty());
-        (fills, holds)
+        (self.outside_fills[entry].count.load(Ordering::Relaxed), self.outside_holds_task(entry))
+    }
+
+    /// True when `entry` holds a task in its slot or its deque (a hint).
+    fn outside_holds_task(&self, entry: usize) -> bool {
+        self.outside_slots[entry].is_full()
+            || lock(&self.outside_stealers[entry]).as_ref().is_some_and(|s| !s.is_empty())
     }
 }

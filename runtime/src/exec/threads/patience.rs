@@ -18,9 +18,9 @@ pub(super) struct SlotPatience {
     /// round at which it was first seen.
     pub(super) watched: Option<(usize, Stamp, u32)>,
     /// Idle rounds since the drainer last ran a task.
-    pub(super) round: u32,
+    round: u32,
     /// Take any task now (the drainer's last look before leaving).
-    pub(super) last_look: bool,
+    last_look: bool,
     /// The last look at the slots left a task in one.
     pub(super) waiting: bool,
     /// ... in an outside thread's entry: it may be taken within
@@ -38,7 +38,7 @@ pub(super) struct SlotPatience {
     pub(super) over_cap: bool,
     /// The drainer's backoff ran out while a task waits in a slot: it
     /// sleeps between looks, and looks at every round.
-    pub(super) napping: bool,
+    napping: bool,
 }
 
 impl SlotPatience {
