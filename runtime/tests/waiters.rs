@@ -147,36 +147,58 @@ fn waiter_task_blocks(rounds: usize) {
     println!("started here: {started_here} of {rounds}");
 }
 
+/// What the waiting thread of [`slot_task_while_owner_busy`] awaits.
+#[derive(Clone, Copy, PartialEq)]
+enum Awaits {
+    /// The child's token, created before the parent: the child is bound
+    /// to nothing, so only a waiter that runs any task takes it.
+    Token,
+    /// A group that the parent adds the child's token to, created right
+    /// before the child, as `async-parallel-for`'s dispatch does: the child
+    /// produces the group, and a waiter that runs its producers takes it.
+    Group,
+}
+
 /// A task on the one worker makes a child ready (it goes to the worker's
 /// next-task slot) and then spins until the child ran, as a parallel
 /// loop's worker runs its big block after splitting off the last one. No
 /// other drainer can start (one worker, its permit held): this thread,
 /// waiting for the child, must take it from the slot. Prints how many
 /// children ran on this thread.
-fn slot_task_while_owner_busy(rounds: usize) {
+fn slot_task_while_owner_busy(rounds: usize, awaits: Awaits) {
     let me = std::thread::current().id();
     let mut here = 0;
     for round in 0..rounds {
         let started = Arc::new(AtomicBool::new(false));
         let child_ran = Arc::new(AtomicBool::new(false));
         let child_thread: Arc<Mutex<Option<ThreadId>>> = Arc::default();
-        let child_done = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-        // SAFETY: a second reference, the parent's (then the child's).
-        unsafe { mlirAsyncRuntimeAddRef(child_done.get().cast(), 1) };
+        let early_token = (awaits == Awaits::Token).then(|| TokenPtr::new(mlirAsyncRuntimeCreateToken()));
+        let group = (awaits == Awaits::Group).then(|| mlirAsyncRuntimeCreateGroup(1) as usize);
         let (set_started, ran, seen) = (Arc::clone(&started), Arc::clone(&child_ran), Arc::clone(&child_thread));
         let parent = execute(move || {
-            set_started.store(true, Ordering::Release);
+            let child_done = early_token.unwrap_or_else(|| TokenPtr::new(mlirAsyncRuntimeCreateToken()));
+            // SAFETY: a second reference, the child's.
+            unsafe { mlirAsyncRuntimeAddRef(child_done.get().cast(), 1) };
             let set_ran = Arc::clone(&ran);
             let (h, r) = task(move || {
                 *seen.lock().unwrap() = Some(std::thread::current().id());
                 set_ran.store(true, Ordering::Release);
-                // SAFETY: the reference the parent handed over.
+                // SAFETY: the child's reference.
                 unsafe {
                     mlirAsyncRuntimeEmplaceToken(child_done.get());
                     mlirAsyncRuntimeDropRef(child_done.get().cast(), 1);
                 }
             });
             mlirAsyncRuntimeExecute(h, r);
+            if let Some(group) = group {
+                // SAFETY: the waiting thread's reference keeps the group
+                // alive; then the parent drops its own token reference.
+                unsafe {
+                    mlirAsyncRuntimeAddTokenToGroup(child_done.get(), group as *mut _);
+                    mlirAsyncRuntimeDropRef(child_done.get().cast(), 1);
+                }
+            }
+            set_started.store(true, Ordering::Release);
             let start = Instant::now();
             while !ran.load(Ordering::Acquire) {
                 if start.elapsed() > Duration::from_secs(2) {
@@ -186,8 +208,8 @@ fn slot_task_while_owner_busy(rounds: usize) {
                 std::hint::spin_loop();
             }
         });
-        // Spin, not await, until a worker took the parent: this thread
-        // would otherwise run it itself.
+        // Spin, not await, until a worker took the parent (and queued the
+        // child): this thread would otherwise run it itself.
         let start = Instant::now();
         while !started.load(Ordering::Acquire) {
             if start.elapsed() > Duration::from_secs(10) {
@@ -196,8 +218,17 @@ fn slot_task_while_owner_busy(rounds: usize) {
             }
             std::hint::spin_loop();
         }
-        await_token(child_done);
-        drop_token(child_done);
+        if let Some(token) = early_token {
+            await_token(token);
+            drop_token(token);
+        }
+        if let Some(group) = group {
+            // SAFETY: this thread's reference to the group.
+            unsafe {
+                mlirAsyncRuntimeAwaitAllInGroup(group as *mut _);
+                mlirAsyncRuntimeDropRef(group as *mut _, 1);
+            }
+        }
         await_token(parent);
         drop_token(parent);
         if *child_thread.lock().unwrap() == Some(me) {
@@ -309,7 +340,8 @@ fn scenario_child() {
         "waiter-task-blocks" => waiter_task_blocks(100),
         "queue-then-destroy" => queue_then_destroy(10_000),
         "many-threads" => many_threads(100, 200),
-        "slot-task-while-owner-busy" => slot_task_while_owner_busy(200),
+        "slot-task-while-owner-busy" => slot_task_while_owner_busy(200, Awaits::Token),
+        "slot-producer-while-owner-busy" => slot_task_while_owner_busy(200, Awaits::Group),
         "producer-while-workers-busy" => producer_while_workers_busy(20),
         other => panic!("unknown scenario {other}"),
     }
@@ -376,11 +408,22 @@ fn more_waiting_threads_than_entries_all_finish() {
     run_scenario("many-threads", &[]);
 }
 
-/// Only a waiter that runs any task takes one from a worker's slot.
+/// Only a waiter that runs any task takes an unbound task from a worker's
+/// slot.
 #[test]
 fn a_waiting_thread_takes_a_task_from_a_busy_workers_slot() {
     let env = [("MLIR_ASYNC_RUNTIME_WORKERS", "1"), ("MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS", "any")];
     let (here, all) = count_after(&run_scenario("slot-task-while-owner-busy", &env), "children ran here:");
+    assert_eq!((here, all), (200, 200), "a child ran elsewhere than on the thread that waited for it");
+}
+
+/// By default, a waiter takes a producer of the group it awaits from a
+/// busy worker's slot: a triangular parallel loop's last block, which the
+/// worker split off before its own big block.
+#[test]
+fn a_waiting_thread_takes_its_producer_from_a_busy_workers_slot() {
+    let env = [("MLIR_ASYNC_RUNTIME_WORKERS", "1")];
+    let (here, all) = count_after(&run_scenario("slot-producer-while-owner-busy", &env), "children ran here:");
     assert_eq!((here, all), (200, 200), "a child ran elsewhere than on the thread that waited for it");
 }
 

@@ -49,7 +49,7 @@ impl Scheduler {
     /// (`MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0`, or task stacks off).
     /// `patience` is the wait's, kept from one call to the next, one call
     /// a round: how long a task in a runtime thread's next-task slot has
-    /// waited (`take_for_waiter`, `WaiterRuns::Any` only).
+    /// waited (`take_slot_task_for_waiter`).
     pub(super) fn run_tasks_while_waiting(
         &self,
         awaited: &Completion,
@@ -75,7 +75,9 @@ impl Scheduler {
             // otherwise, takes part, as OpenMP's caller does in its loops
             // (a waiter that left its producers to busy workers made
             // elementwise loops 1.3x slower than OpenMP's on 2 cores).
-            self.has_own_outside_task() || (from_pool && self.deques.any_deque_task())
+            self.has_own_outside_task()
+                || (from_pool
+                    && (self.deques.any_deque_task() || (patience.looks_at_slots() && self.deques.any_slot_task())))
         };
         if !may_run {
             return 0;
@@ -102,8 +104,13 @@ impl Scheduler {
                 } else if any {
                     self.take_for_waiter(&mut patience.borrow_mut())
                 } else {
-                    self.take_own_producer(awaited)
-                        .or_else(|| if from_pool { self.take_pool_producer(awaited_at, &misses) } else { None })
+                    self.take_own_producer(awaited).or_else(|| {
+                        if from_pool {
+                            self.take_pool_producer(awaited_at, &misses, &mut patience.borrow_mut())
+                        } else {
+                            None
+                        }
+                    })
                 }
             };
             let batch = WaiterBatch::new(&next);
@@ -138,14 +145,18 @@ impl Scheduler {
             || (patience.looks_at_slots() && self.deques.any_slot_task())
     }
 
-    /// The oldest task of a runtime thread's deque, if it produces
-    /// `awaited` (a completion's address; `pool_bindings.rs`). A task that
-    /// does not goes to the shared queue, where the pool runs it; after
-    /// [`POOL_MISSES`] of those in a batch, the waiter leaves the deques
-    /// alone until its next round.
-    fn take_pool_producer(&self, awaited: usize, misses: &Cell<u32>) -> Option<Task> {
+    /// The oldest task of a runtime thread's deque, else a task that
+    /// waited long enough in a runtime thread's next-task slot, if it
+    /// produces `awaited` (a completion's address; `pool_bindings.rs`). A
+    /// task that does not goes to the shared queue, where the pool runs
+    /// it; after [`POOL_MISSES`] of those in a batch, the waiter leaves the
+    /// pool's tasks alone until its next round. (A parallel loop's block
+    /// that a worker split off before it ran its own big block waits in
+    /// its slot until that block ends, while the caller, its own blocks
+    /// done, would only wait: a triangular loop's last block.)
+    fn take_pool_producer(&self, awaited: usize, misses: &Cell<u32>, patience: &mut SlotPatience) -> Option<Task> {
         while misses.get() < POOL_MISSES {
-            let task = self.deques.steal_one()?;
+            let task = self.deques.steal_one().or_else(|| self.take_slot_task_for_waiter(patience))?;
             if self.pool_bindings.produces(&task, awaited) {
                 return Some(task);
             }
@@ -188,6 +199,12 @@ impl Scheduler {
         if let Some(task) = self.deques.steal_one() {
             return Some(task);
         }
+        self.take_slot_task_for_waiter(patience)
+    }
+
+    /// A task that waited in a runtime thread's next-task slot for as
+    /// long as an idle drainer lets it, in the waiter's rounds.
+    fn take_slot_task_for_waiter(&self, patience: &mut SlotPatience) -> Option<Task> {
         if !patience.looks_at_slots() {
             return None;
         }
