@@ -220,6 +220,42 @@ fn two_token_completions_against_group_continuation() {
     });
 }
 
+/// A token in two groups and awaited by a continuation, each registered on
+/// its own thread while the token completes on a fourth: the first group
+/// to come links its shared counter (only onto an empty list), the other
+/// waiters link nodes on top of it or before it, and every one fires
+/// exactly once (the list's walk stops at the shared counter, which it
+/// neither unlinks nor frees).
+#[test]
+fn groups_and_a_continuation_against_completion_of_one_token() {
+    model(|| {
+        let token = P(mlirAsyncRuntimeCreateToken() as usize);
+        let first = P(mlirAsyncRuntimeCreateGroup(1) as usize);
+        let second = P(mlirAsyncRuntimeCreateGroup(1) as usize);
+        let other = thread::spawn(move || unsafe {
+            mlirAsyncRuntimeAddTokenToGroup(token.token(), second.group());
+        });
+        let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
+        let (runs, handle) = counting_task();
+        // SAFETY: the test's references, held until the end.
+        unsafe {
+            mlirAsyncRuntimeAddTokenToGroup(token.token(), first.group());
+            mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle, Some(count_resume));
+        }
+        other.join().unwrap();
+        producer.join().unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the continuation must run exactly once");
+        // SAFETY: the test's references.
+        unsafe {
+            mlirAsyncRuntimeAwaitAllInGroup(first.group());
+            mlirAsyncRuntimeAwaitAllInGroup(second.group());
+            mlirAsyncRuntimeDropRef(first.obj(), 1);
+            mlirAsyncRuntimeDropRef(second.obj(), 1);
+            mlirAsyncRuntimeDropRef(token.obj(), 1);
+        }
+    });
+}
+
 /// The consumer's last DropRef races with the producer's completion (which
 /// drops the producer's reference): whichever drops last frees the token,
 /// exactly once, and the completer never touches it afterwards (upstream's

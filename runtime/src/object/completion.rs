@@ -8,6 +8,11 @@
 //!   error:     [ 0                                             | 10 ]
 //! ```
 //!
+//! The list's last link may be a *shared* waiter, tagged with bit 2
+//! ([`Completion::add_shared_waiter`]): a node that is not the list's own
+//! (a group's counter, on the lists of all its tokens), fired like any other
+//! but never linked or unlinked: it is only ever added to an empty list.
+//!
 //! Adding a waiter is a compare-and-swap push onto the list while the state
 //! is pending. Completing is one `swap` to the final state, which detaches
 //! the whole list at once; the detached waiters then fire with no lock held
@@ -40,6 +45,9 @@ const TAG_MASK: usize = 0b11;
 const PENDING: usize = 0b00;
 const AVAILABLE: usize = 0b01;
 const ERROR: usize = 0b10;
+/// In a pending word or a node's `next`: the link is a shared waiter, the
+/// list's last (a `Waiter` is 8-aligned, so bit 2 of its address is free).
+const SHARED: usize = 0b100;
 
 impl Outcome {
     fn bits(self) -> usize {
@@ -73,7 +81,8 @@ pub(super) type FireFn = unsafe fn(*mut Waiter, Outcome);
 /// fire function can cast the node back to its own type.
 #[repr(C)]
 pub(crate) struct Waiter {
-    next: Cell<*mut Waiter>,
+    /// The next node, or a shared waiter's address tagged [`SHARED`], or 0.
+    next: Cell<usize>,
     fire: FireFn,
     /// The node lives in its completion's inline room ([`Completion::new_node`]).
     inline: Cell<bool>,
@@ -82,7 +91,7 @@ pub(crate) struct Waiter {
 impl Waiter {
     pub(crate) fn new(fire: FireFn) -> Waiter {
         Waiter {
-            next: Cell::new(ptr::null_mut()),
+            next: Cell::new(0),
             fire,
             inline: Cell::new(false),
         }
@@ -211,8 +220,48 @@ impl Completion {
             return Err(AlreadyComplete);
         }
         // SAFETY: the swap detached the list; this thread owns it alone.
-        unsafe { fire_list(prev as *mut Waiter, outcome) };
+        unsafe { fire_list(prev, outcome) };
         Ok(())
+    }
+
+    /// Adds `waiter`, a shared waiter, as the list's only node: returns
+    /// `Ok(true)` once linked, `Ok(false)` if the list holds a waiter
+    /// already (the caller then adds a node of its own with
+    /// [`Completion::add_waiter`]), or the final state if the object
+    /// already completed. A group's counter is one: most tokens have no
+    /// other waiter, and then need no node of their own (no write of the
+    /// inline room, no swap to take it: one locked instruction fewer a
+    /// token added to a group).
+    ///
+    /// # Safety
+    /// `waiter` is a `Waiter` that stays valid until it has fired; its fire
+    /// function accepts it, neither frees nor writes it, and may run once
+    /// for every list it is on.
+    pub(crate) unsafe fn add_shared_waiter(&self, waiter: *const Waiter) -> Result<bool, Outcome> {
+        let tagged = waiter as usize | SHARED;
+        debug_assert_eq!(waiter as usize & (TAG_MASK | SHARED), 0);
+        if mutation::GROUP_RACE {
+            // Mutation 2, as in `add_waiter_racy`: checked, then stored.
+            let current = self.word.load(Ordering::Acquire);
+            if let Some(outcome) = Outcome::decode(current) {
+                return Err(outcome);
+            }
+            if current != PENDING {
+                return Ok(false);
+            }
+            self.word.store(tagged, Ordering::Release);
+            return Ok(true);
+        }
+        // Release on success, Acquire on failure: as in `add_waiter` (the
+        // waiter's contents were written before it was shared, and a final
+        // state publishes what its completer wrote).
+        match self.word.compare_exchange(PENDING, tagged, Ordering::Release, Ordering::Acquire) {
+            Ok(_) => Ok(true),
+            Err(actual) => match Outcome::decode(actual) {
+                Some(outcome) => Err(outcome),
+                None => Ok(false),
+            },
+        }
     }
 
     /// Pushes `node` onto the waiter list, or returns the final state if the
@@ -235,7 +284,7 @@ impl Completion {
                 return Err(outcome);
             }
             // SAFETY: the node is not shared yet.
-            unsafe { (*node).next.set(current as *mut Waiter) };
+            unsafe { (*node).next.set(current) };
             // Release on success: the node's contents are visible to the
             // completer, whose swap acquires them.
             match self.word.compare_exchange_weak(
@@ -262,7 +311,7 @@ impl Completion {
             return Err(outcome);
         }
         // SAFETY: the node is not shared yet.
-        unsafe { (*node).next.set(current as *mut Waiter) };
+        unsafe { (*node).next.set(current) };
         self.word.store(node as usize, Ordering::Release);
         Ok(())
     }
@@ -294,31 +343,40 @@ pub(crate) unsafe fn take_node<T: WaiterNode>(node: *mut T) -> T {
     }
 }
 
-/// Fires a detached waiter list in registration order.
+/// Fires a detached waiter list (the pending word it was detached from) in
+/// registration order.
 ///
 /// # Safety
 /// `head` is a list detached by `Completion::complete`.
-unsafe fn fire_list(head: *mut Waiter, outcome: Outcome) {
+unsafe fn fire_list(head: usize, outcome: Outcome) {
     // The list was pushed LIFO; reverse it so waiters fire in the order they
-    // were registered.
-    let mut reversed: *mut Waiter = ptr::null_mut();
-    let mut node = head;
-    while !node.is_null() {
+    // were registered. A shared waiter ends it: the first registered.
+    let mut reversed = 0;
+    let mut link = head;
+    while link != 0 && link & SHARED == 0 {
+        let node = link as *mut Waiter;
         // SAFETY: nodes of a detached list are valid until fired.
         let next = unsafe { (*node).next.get() };
         // SAFETY: as above.
         unsafe { (*node).next.set(reversed) };
-        reversed = node;
-        node = next;
+        reversed = node as usize;
+        link = next;
     }
-    node = reversed;
-    while !node.is_null() {
+    if link != 0 {
+        let shared = (link & !SHARED) as *mut Waiter;
+        // SAFETY: valid until fired (`add_shared_waiter`'s contract), which
+        // fires it once for this list.
+        unsafe { ((*shared).fire)(shared, outcome) };
+    }
+    link = reversed;
+    while link != 0 {
+        let node = link as *mut Waiter;
         // Read `next` and `fire` first: firing may free the node.
         // SAFETY: valid until fired.
         let (next, fire) = unsafe { ((*node).next.get(), (*node).fire) };
         // SAFETY: detached, fired exactly once, by its own function.
         unsafe { fire(node, outcome) };
-        node = next;
+        link = next;
     }
 }
 

@@ -37,6 +37,9 @@ pub struct Group {
     /// not one per token: no read-modify-write of the shared count per
     /// task.
     holds_self: AtomicBool,
+    /// The waiter that counts a token, shared by every token whose only
+    /// waiter it is (`Completion::add_shared_waiter`).
+    counter: Waiter,
 }
 
 const NOTIFY_CALL: &str = "token completion notifying its group";
@@ -66,6 +69,19 @@ impl GroupWaiter {
     }
 }
 
+/// The group's shared counter's fire function.
+///
+/// # Safety
+/// `node` is a group's `counter`, on the list of one of its pending tokens.
+unsafe fn counter_fired(node: *mut Waiter, outcome: Outcome) {
+    // SAFETY: `counter` is a field of a `Group`, so its address less its
+    // offset is the group's.
+    let group = unsafe { node.cast::<u8>().sub(std::mem::offset_of!(Group, counter)).cast::<Group>() };
+    // SAFETY: the token is still pending in the group, whose reference to
+    // itself keeps it alive until its count is taken.
+    unsafe { Group::token_completed(group, outcome) };
+}
+
 free_boxed!(Group);
 object_basics!(Group, Kind::Group);
 
@@ -81,7 +97,8 @@ impl Group {
         // Every field is written below: this pattern stops compiling when
         // one is added.
         let _ = |g: &Group| {
-            let Group { header: _, completion: _, size: _, next_rank: _, pending: _, errors: _, holds_self: _ } = g;
+            let Group { header: _, completion: _, size: _, next_rank: _, pending: _, errors: _, holds_self: _, counter: _ } =
+                g;
         };
         // SAFETY: a fresh block for a group, made in place field by field
         // (`Completion::write_pending`).
@@ -98,6 +115,7 @@ impl Group {
             ptr::addr_of_mut!((*group).pending).write(AtomicI64::new(size));
             ptr::addr_of_mut!((*group).errors).write(AtomicI64::new(0));
             ptr::addr_of_mut!((*group).holds_self).write(AtomicBool::new(false));
+            ptr::addr_of_mut!((*group).counter).write(Waiter::new(counter_fired));
         }
         // SAFETY: `alloc_for` never returns null.
         unsafe { NonNull::new_unchecked(group) }
@@ -142,6 +160,18 @@ impl Group {
         if !self.holds_self.load(Ordering::Relaxed) && !self.holds_self.swap(true, Ordering::Relaxed) {
             self.header.add_ref(1, call);
         }
+        // SAFETY: the counter lives as long as the group, which outlives
+        // its pending tokens; `counter_fired` neither frees nor writes it.
+        match unsafe { token.completion().add_shared_waiter(&self.counter) } {
+            Ok(true) => return rank,
+            Ok(false) => {}
+            Err(outcome) => {
+                // SAFETY: we hold the caller's reference.
+                unsafe { Group::token_completed(this, outcome) };
+                return rank;
+            }
+        }
+        // The token has another waiter: a node of its own.
         let node = token.completion().new_node(GroupWaiter {
             waiter: Waiter::new(GroupWaiter::fire),
             group: this,
