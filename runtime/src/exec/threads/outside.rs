@@ -20,7 +20,7 @@
 //! The hot paths reach it through a thread-local slot (`sync/tls.rs`: one
 //! load), the `thread_local!` that owns it only when it is made or ends.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use crossbeam_deque::Worker;
@@ -58,6 +58,9 @@ struct OutsideEntry {
     /// oldest task on, and the older ones it passes go to the pool in
     /// their order), else its newest.
     fifo: bool,
+    /// A push of the running batch left its check for a drainer to the
+    /// batch's end (`push_from_waiter`).
+    check_owed: Cell<bool>,
 }
 
 thread_local! {
@@ -201,8 +204,16 @@ impl Scheduler {
         }
         observe::task_queued(|| self.queue.len() + entry.worker.len() + 1);
         // A drainer must be looking, or be started: as after any push onto
-        // a slot (`lookout.rs`).
-        self.after_local_push();
+        // a slot (`lookout.rs`). While one looks, the check (its `SeqCst`
+        // fence, a locked instruction a task) waits for the batch's end
+        // (`with_waiter_fiber`): until then this thread takes the task
+        // itself, or a looker does (one that stops looking looks at the
+        // entries). Fine-grained: 0.956x as long.
+        if self.lookout.looking() == 0 {
+            self.after_local_push();
+        } else {
+            entry.check_owed.set(true);
+        }
     }
 
     /// The first task of this thread here: holds an entry (and lets go of
@@ -220,7 +231,14 @@ impl Scheduler {
         let (index, worker) = self.deques.hold_outside(fifo)?;
         self.watch.forget_entry(index);
         let entry =
-            Box::new(OutsideEntry { fiber: RefCell::new(WaiterFiber::new()), scheduler: me, entry: index, worker, fifo });
+            Box::new(OutsideEntry {
+            fiber: RefCell::new(WaiterFiber::new()),
+            scheduler: me,
+            entry: index,
+            worker,
+            fifo,
+            check_owed: Cell::new(false),
+        });
         let ptr: *const OutsideEntry = &*entry;
         let held = ENTRY.try_with(|slot| match slot.try_borrow_mut() {
             Ok(mut slot) if slot.is_none() => {
@@ -264,6 +282,13 @@ impl Scheduler {
         self.deques.begin_outside_running(entry.entry);
         let result = f(&mut fiber);
         self.deques.end_outside_running(entry.entry);
+        // What the batch's tasks queued here and left: the check that
+        // their pushes left to this end (`push_from_waiter`).
+        if entry.check_owed.replace(false)
+            && (self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
+        {
+            self.after_local_push();
+        }
         // Light fence: the flag down before the look at the threads
         // waiting for idleness, against their count up, heavy fence and
         // look at the flag (`IdleSignal::wait`): one of the two sees the
