@@ -26,7 +26,9 @@
 use crossbeam_deque::{Steal, Stealer, Worker};
 
 use crate::base::task::Task;
-use crate::exec::threads::patience::{look_at_slot, SlotPatience, SlotsSeen};
+use crate::exec::threads::patience::{
+    look_at_slot, SlotPatience, SlotsSeen, OUTSIDE_GRACE_NS, OUTSIDE_PATIENCE_NS,
+};
 use crate::exec::threads::slot::Slot;
 use std::time::Instant;
 
@@ -59,35 +61,6 @@ pub(super) struct Deques {
 /// How many threads outside the pool may hold an entry at once; the others
 /// queue their tasks in the shared queue.
 pub(super) const OUTSIDE_ENTRIES: usize = 64;
-
-/// How long the tasks of an outside thread's deque wait before a thief
-/// takes one (unless it is the thief's last look): the owner, when it
-/// waits for them, usually runs them itself well within that (a task
-/// queued and then awaited: about a microsecond), and a thief that took
-/// one would move it and its objects to another core. Tasks that wait
-/// longer (a parallel loop's blocks beyond the one the owner runs, a task
-/// the owner does not wait for) are taken.
-const OUTSIDE_PATIENCE_NS: u64 = 5_000;
-
-/// How long the tasks of an outside thread's deque wait for a thief while
-/// their owner does not run them: the usual gap between a thread's
-/// `Execute`s and its `Await` (blocking-awaits: well under a microsecond),
-/// after which the owner runs them (`OUTSIDE_PATIENCE_NS` then). A thread
-/// that queued tasks and does something else (computes the first block of
-/// a parallel loop, queues the next 100,000 tasks) has them taken soon:
-/// with the full patience, a triangular loop's big half started 25-44 µs
-/// after its loop did (1-2 µs from the shared queue).
-const OUTSIDE_GRACE_NS: u64 = 2_000;
-
-/// How long, at most, an idle drainer waits between two looks at the
-/// outside threads' entries while their owners keep taking their young
-/// tasks themselves (`Deques::wait_for_outside`: the wait doubles from
-/// half a microsecond at each look that leaves a task waiting, until the
-/// drainer runs one). A thread that queues tasks and awaits them at once
-/// (blocking-awaits) then sees the drainer's look at its lines every
-/// 16 µs rather than every 2 (6.34 ms against 6.70, 11 interleaved runs);
-/// a task that its owner leaves is taken at most this much later.
-const OUTSIDE_LOOK_CAP_NS: u64 = 16_000;
 
 /// How many times an outside thread's deque went from empty to holding
 /// tasks: counted by its owner when it pushes onto an empty deque (a load
@@ -213,17 +186,14 @@ impl Deques {
     /// waiting in an outside thread's entry may be taken (or `stop`), then
     /// lets the next round look again: the entries are not looked at
     /// meanwhile. From the second wait on without a task run, it waits
-    /// longer each time, up to [`OUTSIDE_LOOK_CAP_NS`]. Their owner
+    /// longer each time, up to `OUTSIDE_LOOK_CAP_NS` (`patience.rs`). Their owner
     /// usually takes them within a microsecond (it queues tasks and then
     /// awaits them), and each look pulls the lines
     /// that it writes at every push and take: a drainer that looked every
     /// few rounds made a blocking-awaits program, whose main thread runs
     /// its own tasks, 1.7x slower (11 interleaved runs, 2 cores).
     pub(super) fn wait_for_outside(&self, patience: &mut SlotPatience, stop: impl Fn() -> bool) {
-        let now = self.now_ns();
-        let due = patience.outside_due.min(now.saturating_add(OUTSIDE_PATIENCE_NS));
-        let due = due.max(now.saturating_add(patience.outside_backoff));
-        patience.outside_backoff = (patience.outside_backoff * 2).clamp(500, OUTSIDE_LOOK_CAP_NS);
+        let due = patience.outside_wait_until(self.now_ns());
         while !stop() && self.now_ns() < due {
             for _ in 0..16 {
                 std::hint::spin_loop();
@@ -333,10 +303,7 @@ impl Deques {
                 return Some(task);
             }
         }
-        if !seen.watched {
-            patience.watched = None;
-        }
-        patience.waiting = seen.waiting;
+        patience.looked_at_slots(&seen);
         None
     }
 
@@ -359,7 +326,7 @@ impl Deques {
         let mut now = None;
         let mut waiting_outside = false;
         let mut outside_due = u64::MAX;
-        patience.look_next = false;
+        patience.looking_now();
         for entry in 0..outside {
             // Its slot, as a runtime thread's (the next link of a chain
             // that the thread runs while it waits): the same patience.
@@ -388,7 +355,7 @@ impl Deques {
                 OUTSIDE_GRACE_NS
             };
             let young = now.saturating_sub(since) < patience_ns;
-            if young && (!patience.is_last_look() || patience.over_cap) {
+            if young && patience.leaves_young_outside_tasks() {
                 seen.waiting = true;
                 waiting_outside = true;
                 outside_due = outside_due.min(since.saturating_add(patience_ns));
@@ -407,13 +374,8 @@ impl Deques {
                 }
             }
         }
-        if !seen.watched {
-            // The watched task was taken: watch the next one seen.
-            patience.watched = None;
-        }
-        patience.waiting = seen.waiting;
-        patience.waiting_outside = waiting_outside;
-        patience.outside_due = outside_due;
+        patience.looked_at_slots(&seen);
+        patience.looked_outside(waiting_outside, outside_due);
         Err(seen.waiting)
     }
 

@@ -7,7 +7,7 @@
 //! (queue tasks, then await them) none crosses to another core and no
 //! worker is woken for it. An idle drainer takes them as it takes a task
 //! waiting in a runtime thread's slot: once they have waited there for a
-//! while (`deques.rs`, `OUTSIDE_PATIENCE_NS`), or on its last look; and a
+//! while (`patience.rs`, `OUTSIDE_PATIENCE_NS`), or on its last look; and a
 //! put starts a drainer when none looks for work (`lookout.rs`), unless
 //! the watch holds and the put is the first of a fill (`watch.rs`: the
 //! watch starts one within two milliseconds for a task its owner leaves),
