@@ -230,8 +230,7 @@ impl Scheduler {
         let fifo = self.config.waiters_run == WaiterRuns::Producers;
         let (index, worker) = self.deques.hold_outside(fifo)?;
         self.watch.forget_entry(index);
-        let entry =
-            Box::new(OutsideEntry {
+        let entry = Box::new(OutsideEntry {
             fiber: RefCell::new(WaiterFiber::new()),
             scheduler: me,
             entry: index,
@@ -284,9 +283,7 @@ impl Scheduler {
         self.deques.end_outside_running(entry.entry);
         // What the batch's tasks queued here and left: the check that
         // their pushes left to this end (`push_from_waiter`).
-        if entry.check_owed.replace(false)
-            && (self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
-        {
+        if entry.check_owed.replace(false) && self.entry_holds_task(entry) {
             self.after_local_push();
         }
         // Light fence: the flag down before the look at the threads
@@ -301,8 +298,13 @@ impl Scheduler {
     /// True when this thread's entry here holds a task (a hint: thieves
     /// may take it meanwhile).
     pub(super) fn has_own_outside_task(&self) -> bool {
-        entry_on(self)
-            .is_some_and(|entry| self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty())
+        entry_on(self).is_some_and(|entry| self.entry_holds_task(entry))
+    }
+
+    /// True when `entry`, this thread's, holds a task in its slot or its
+    /// deque (a hint: thieves may take it meanwhile).
+    fn entry_holds_task(&self, entry: &OutsideEntry) -> bool {
+        self.deques.outside_slot(entry.entry).is_full() || !entry.worker.is_empty()
     }
 
     /// The oldest task this thread queued in its entry here that produces

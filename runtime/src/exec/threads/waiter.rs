@@ -75,9 +75,7 @@ impl Scheduler {
             // otherwise, takes part, as OpenMP's caller does in its loops
             // (a waiter that left its producers to busy workers made
             // elementwise loops 1.3x slower than OpenMP's on 2 cores).
-            self.has_own_outside_task()
-                || (from_pool
-                    && (self.deques.any_deque_task() || (patience.looks_at_slots() && self.deques.any_slot_task())))
+            self.has_own_outside_task() || (from_pool && self.may_have_pool_task(patience))
         };
         if !may_run {
             return 0;
@@ -139,10 +137,14 @@ impl Scheduler {
     /// next round.) The slots only every few rounds, as an idle drainer
     /// looks at them (`SlotPatience::looks_at_slots`).
     fn may_have_task_for_waiter(&self, patience: &SlotPatience) -> bool {
-        !self.queue.is_empty()
-            || self.has_own_outside_task()
-            || self.deques.any_deque_task()
-            || (patience.looks_at_slots() && self.deques.any_slot_task())
+        !self.queue.is_empty() || self.has_own_outside_task() || self.may_have_pool_task(patience)
+    }
+
+    /// May a runtime thread's deque, or (every few rounds, as an idle
+    /// drainer looks at them: `SlotPatience::looks_at_slots`) its
+    /// next-task slot, hold a task for the waiter? A hint.
+    fn may_have_pool_task(&self, patience: &SlotPatience) -> bool {
+        self.deques.any_deque_task() || (patience.looks_at_slots() && self.deques.any_slot_task())
     }
 
     /// The oldest task of a runtime thread's deque, else a task that
