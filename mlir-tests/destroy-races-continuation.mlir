@@ -18,6 +18,13 @@
 // waits in an await (nothing outpaces the drain), the continuation joins
 // the drain, and destroy returns after it.
 //
+// With DRAINED_TASK_WORK_US set, the drained task first computes that
+// long (150 ms: past the bound) before it waits. Until 2026-12-07 the
+// bound then applied (a task was running), the continuation went to a
+// fresh instance, and destroy returned while it ran: the same SIGSEGV
+// after "destroy: still alive: 1 token(s)". Now the bound applies only if
+// a thread outside the pool called in since the drain began.
+//
 // The C++ runtime passes it too (MLIR 16, 19 and 22; 6 of 6 runs on 19):
 // its destroy hook deletes the runtime, whose destructor waits for its
 // thread pool, and the continuation runs on the late completer's own
@@ -33,6 +40,7 @@
 
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=1 %run_async 2>&1 | FileCheck %s
 // RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 %run_async 2>&1 | FileCheck %s
+// RUN: %mlir_opt %s %async_to_llvm | env MLIR_ASYNC_RUNTIME_WORKERS=2 DRAINED_TASK_WORK_US=150000 %run_async 2>&1 | FileCheck %s
 
 // (The two last lines come in either order: with one worker, the drained
 // task runs only once the other task is done. Our stderr comes before the
@@ -47,11 +55,28 @@
 func.func private @pthread_create(!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
 func.func private @pthread_join(i64, !llvm.ptr) -> i32
 func.func private @usleep(i32) -> i32
+llvm.mlir.global internal constant @work_var("DRAINED_TASK_WORK_US\00") {addr_space = 0 : i32}
+llvm.func @getenv(!llvm.ptr) -> !llvm.ptr
+llvm.func @atoi(!llvm.ptr) -> i32
 
 // The late thread's pthread_t. The drained task joins the thread, so that
 // it no longer runs compiled code when the destroy hook returns and the
 // runner frees that code.
 memref.global "private" @late_thread : memref<1xi64> = dense<0>
+
+// Sleeps $DRAINED_TASK_WORK_US microseconds, if set: a task that
+// computes that long.
+func.func @work() {
+  %name = llvm.mlir.addressof @work_var : !llvm.ptr
+  %s = llvm.call @getenv(%name) : (!llvm.ptr) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %set = llvm.icmp "ne" %s, %null : !llvm.ptr
+  scf.if %set {
+    %us = llvm.call @atoi(%s) : (!llvm.ptr) -> i32
+    %slept = func.call @usleep(%us) : (i32) -> i32
+  }
+  return
+}
 
 func.func @block_on(%t: !async.token) {
   async.await %t : !async.token
@@ -98,6 +123,7 @@ func.func @main() {
       : (!llvm.ptr, !llvm.ptr, (!llvm.ptr) -> !llvm.ptr, !llvm.ptr) -> i32
   // A task the destroy hook must drain: it waits for the continuation.
   %t = async.execute {
+    func.call @work() : () -> ()
     func.call @block_on(%released) : (!async.token) -> ()
     %c0 = arith.constant 0 : index
     %thread = memref.load %tid[%c0] : memref<1xi64>

@@ -632,8 +632,10 @@ fn destroy_against_an_endless_producer() {
 /// multithreaded scheduler's destroy returned (CI, through
 /// `mlir-tests/destroy-races-continuation.mlir`), and under a
 /// deterministic schedule its thread retried the closed instance for ever
-/// while destroy waited for X.
-fn destroy_with_a_late_continuation() {
+/// while destroy waited for X. With `x_works` X first runs that long
+/// (a task that computes, or a worker thread slow to start: 100 ms and
+/// more under ThreadSanitizer) before it awaits.
+fn destroy_with_a_late_continuation(x_works: Duration) {
     static CONTINUATION_DONE: AtomicBool = AtomicBool::new(false);
     static X_DONE: AtomicBool = AtomicBool::new(false);
     let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
@@ -655,6 +657,7 @@ fn destroy_with_a_late_continuation() {
     // SAFETY: live token.
     unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(gate.get(), h, r) };
     let (h, r) = task(move || unsafe {
+        thread::sleep(x_works);
         mlirAsyncRuntimeAwaitToken(released.get());
         mlirAsyncRuntimeDropRef(released.get().cast(), 1);
         X_DONE.store(true, Ordering::SeqCst);
@@ -737,7 +740,8 @@ fn scenario_child() {
         "destroy-twice" => destroy_twice(scaled(10)),
         "destroy-with-blocked" => destroy_with_blocked_tasks(scaled(5)),
         "endless-producer" => destroy_against_an_endless_producer(),
-        "late-continuation" => destroy_with_a_late_continuation(),
+        "late-continuation" => destroy_with_a_late_continuation(Duration::ZERO),
+        "late-continuation-after-work" => destroy_with_a_late_continuation(Duration::from_millis(150)),
         "producer-of-waiting-tasks" => destroy_against_a_producer_of_waiting_tasks(),
         other => panic!("unknown scenario {other}"),
     }
@@ -1021,4 +1025,17 @@ fn the_destroy_hook_returns_against_a_producer_of_waiting_tasks() {
 #[test]
 fn the_destroy_hook_waits_for_a_late_continuation_that_its_task_awaits() {
     assert_exit_path("late-continuation", 1..=2, Duration::from_secs(30));
+}
+
+/// X computes 150 ms, past the drain's 100 ms bound, before it awaits the
+/// late continuation: no program thread called in meanwhile, so nothing
+/// outpaced the drain and the instance must stay current. Before, the
+/// multithreaded scheduler gave it up at the bound, sent the continuation
+/// to a fresh instance and returned while it still ran (in code a runner
+/// frees), and the deterministic executor refused the late thread's
+/// completion and waited for X for ever (also the TSan-only failure of
+/// the test above: a worker thread slow to start there).
+#[test]
+fn the_destroy_hook_waits_for_a_late_continuation_after_its_task_computed_past_the_bound() {
+    assert_exit_path("late-continuation-after-work", 1..=2, Duration::from_secs(30));
 }

@@ -459,13 +459,15 @@ mod tests {
 /// The destroy hook drains an instance while it is still current (tasks
 /// other threads queue meanwhile join the drain) for at most this long, and
 /// while at most [`DRAIN_WHILE_CURRENT_TASKS`] tasks are in flight, as long
-/// as some task is queued or running; then it takes it out and drains only
-/// what it accepted. The bound against a thread that queues faster than
-/// the tasks finish (issue 27; docs/reliability.md): its later tasks go to
-/// the next instance. While every task in flight waits in an `Await*`,
-/// nothing outpaces the drain, and the instance stays current however
-/// long the wait: the completion that another thread gives later, the
-/// continuation it fires and the task it queues then join the drain. (A
+/// as some task is queued or running and a thread outside the pool called
+/// in since the drain began; then it takes it out and drains only what it
+/// accepted. The bound against a thread that queues faster than the tasks
+/// finish (issue 27; docs/reliability.md): its later tasks go to the next
+/// instance. While every task in flight waits in an `Await*`, or no thread
+/// outside the pool called in (a task that computes long, a thread slow to
+/// start), nothing outpaces the drain, and the instance stays current
+/// however long the wait: the completion that another thread gives later,
+/// the continuation it fires and the task it queues then join the drain. (A
 /// task or continuation sent to the next instance there ran after the
 /// destroy hook returned, in code that the runner had freed:
 /// `mlir-tests/destroy-races-continuation.mlir`.) A program must still not
@@ -479,7 +481,8 @@ pub(crate) const DRAIN_WHILE_CURRENT_TASKS: usize = 100_000;
 /// The destroy hook's drain while the instance is current:
 /// `wait_idle(limit)` (true once idle within `limit`) in short slices
 /// until the instance is idle (true) or, while `runnable()` (some task is
-/// queued or running, not only waiting in an `Await*`), a bound of
+/// queued or running, not only waiting in an `Await*`, and a thread outside
+/// the pool called in since the drain began), a bound of
 /// [`DRAIN_WHILE_CURRENT`] is passed (false); `in_flight` counts the tasks
 /// in flight.
 pub(crate) fn drain_while_current(

@@ -22,7 +22,13 @@
 //!   threads inside): a thread without a presence (at its exit).
 //!
 //! The closer sets the closed bit, then (after the heavy fence) waits
-//! until the count is zero and no presence names the gate. Either the
+//! until the count is zero and no presence names the gate.
+//!
+//! Before it closes, the destroy hook drains the instance while it is
+//! current (`config::drain_while_current`), and bounds that only if a
+//! thread outside the pool called in meanwhile: it sets the draining bit,
+//! and an entrant that sees it counts itself (its look at the word is the
+//! one it makes for the closed bit, so the ordinary enter pays nothing). Either the
 //! closer's look sees an entrant's presence, or the entrant's look (after
 //! its fence) sees the closed bit: Dekker's pattern (loom model
 //! `loom_gate.rs`, where both fences are `SeqCst`; mutation 16 takes the
@@ -38,7 +44,11 @@ use crate::sync::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const CLOSED: usize = 1;
-const INSIDE: usize = 2;
+/// The destroy hook drains: entrants count themselves in
+/// `entered_while_draining`.
+const DRAINING: usize = 2;
+/// One thread counted inside (the word's bits above the two flags).
+const INSIDE: usize = 4;
 
 /// The closer's rounds before it sleeps: a push's length is spun, a
 /// preempted pusher yielded to. None under loom, whose models explore
@@ -62,6 +72,8 @@ fn sleep(_nap: Duration) {
 
 pub(super) struct Gate {
     word: AtomicUsize,
+    /// Entries since the draining bit was set (a hint for the drain).
+    entered_while_draining: AtomicUsize,
 }
 
 /// Which gate a thread is inside through its presence: the gate's address,
@@ -124,7 +136,7 @@ impl Drop for Inside<'_> {
 
 impl Gate {
     pub(crate) fn new() -> Gate {
-        Gate { word: AtomicUsize::new(0) }
+        Gate { word: AtomicUsize::new(0), entered_while_draining: AtomicUsize::new(0) }
     }
 
     fn address(&self) -> usize {
@@ -140,6 +152,9 @@ impl Gate {
         if prev & CLOSED != 0 {
             self.word.fetch_sub(INSIDE, Ordering::Relaxed);
             return None;
+        }
+        if prev & DRAINING != 0 {
+            self.count_entry();
         }
         Some(Inside::Counted(self))
     }
@@ -159,11 +174,37 @@ impl Gate {
             asymmetric::light();
         }
         // Relaxed: ordered by the fences.
-        if self.word.load(Ordering::Relaxed) & CLOSED != 0 {
-            presence.gate.store(0, Ordering::Relaxed);
-            return None;
+        let word = self.word.load(Ordering::Relaxed);
+        if word & (CLOSED | DRAINING) != 0 {
+            if word & CLOSED != 0 {
+                presence.gate.store(0, Ordering::Relaxed);
+                return None;
+            }
+            self.count_entry();
         }
         Some(Inside::Present(presence))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_entry(&self) {
+        // Relaxed: a hint that the drain reads at its next slice; an entry
+        // that missed the draining bit came as if before the drain began.
+        self.entered_while_draining.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The destroy hook begins its drain: from now on entrants count
+    /// themselves.
+    pub(super) fn begin_drain(&self) {
+        // Relaxed: see `count_entry`.
+        self.word.fetch_or(DRAINING, Ordering::Relaxed);
+    }
+
+    /// Threads outside the pool that entered since [`Gate::begin_drain`]
+    /// (and saw it).
+    pub(super) fn entered_while_draining(&self) -> usize {
+        // Relaxed: see `count_entry`.
+        self.entered_while_draining.load(Ordering::Relaxed)
     }
 
     /// Closes the gate without waiting for the threads inside: a
@@ -198,7 +239,7 @@ impl Gate {
         let mut backoff = Backoff::new(CLOSE_SPINS, CLOSE_YIELDS);
         let mut nap = FIRST_NAP;
         // Acquire: pairs with the leavers' Release.
-        while self.word.load(Ordering::Acquire) != CLOSED || present(self.address()) {
+        while self.word.load(Ordering::Acquire) >= INSIDE || present(self.address()) {
             if backoff.snooze() {
                 continue;
             }
@@ -231,6 +272,24 @@ mod tests {
         gate.close_and_wait();
         assert!(gate.enter().is_none());
         gate.close_and_wait();
+    }
+
+    /// Entries are counted only while the destroy hook drains, through
+    /// either door, and a draining gate still closes and refuses.
+    #[test]
+    fn counts_the_entries_while_draining() {
+        let gate = Gate::new();
+        let presence = Presence::new();
+        drop(gate.enter().expect("open"));
+        drop(gate.enter_as(&presence).expect("open"));
+        assert_eq!(gate.entered_while_draining(), 0);
+        gate.begin_drain();
+        drop(gate.enter().expect("open while draining"));
+        drop(gate.enter_as(&presence).expect("open while draining"));
+        assert_eq!(gate.entered_while_draining(), 2);
+        gate.close_and_wait_among(|address| presence.names(address));
+        assert!(gate.enter().is_none() && gate.enter_as(&presence).is_none(), "entered a closed gate");
+        assert_eq!(gate.entered_while_draining(), 2, "a refused entry counted");
     }
 
     /// A thread inside for long (a waiter running a task): the closer

@@ -411,18 +411,22 @@ pub(crate) fn destroy(call: &str) {
         }
         // While the program's tasks finish, any thread may still queue
         // work on this instance: it is drained too, within bounds while
-        // tasks are queued or run. A thread that queues faster than the
-        // tasks finish (an endless producer, or any producer under
-        // schedule fuzzing) would keep it from ever going idle: past them,
-        // tasks queued from outside go to a fresh instance instead, as if
-        // they had come just after this destroy, and only what this
-        // instance accepted is drained. While every task in flight waits
-        // in an await, the instance stays current: what another thread
-        // completes, fires or queues later joins the drain.
+        // tasks are queued or run and threads outside the pool call in. A
+        // thread that queues faster than the tasks finish (an endless
+        // producer, or any producer under schedule fuzzing) would keep it
+        // from ever going idle: past them, tasks queued from outside go to
+        // a fresh instance instead, as if they had come just after this
+        // destroy, and only what this instance accepted is drained. While
+        // every task in flight waits in an await, or no thread outside the
+        // pool called in since the drain began (a task that computes
+        // long), nothing outpaces the drain and the instance stays
+        // current: what another thread completes, fires or queues later
+        // joins the drain.
+        instance.gate.begin_drain();
         drain_while_current(
             |limit| scheduler.wait_idle(Some(limit)),
             || scheduler.tasks_in_flight(),
-            || scheduler.has_runnable_tasks(),
+            || scheduler.has_runnable_tasks() && instance.gate.entered_while_draining() > 0,
         );
         take_current(&instance);
         // From here on, callers outside the pool go to a fresh instance.

@@ -63,6 +63,9 @@ impl Deterministic {
     pub(super) fn enter(&self) -> Result<(MutexGuard<'_, State>, AgentId), Closed> {
         let mut st = lock(&self.state);
         let me = self.register(&mut st);
+        if st.agents[me].role != Role::Worker {
+            st.program_calls += 1;
+        }
         match st.agents[me].status {
             Status::Running => {}
             Status::Away | Status::Gone => {

@@ -12,7 +12,8 @@ impl Deterministic {
     /// Bounded against a program thread that queues tasks without end: if
     /// no idle moment comes within the bounds of [`DRAIN_WHILE_CURRENT`](crate::exec::config::DRAIN_WHILE_CURRENT)
     /// (100 ms, or 100,000 tasks in flight) while some task is ready or
-    /// running (not only blocked in an await), program threads
+    /// running (not only blocked in an await) and a program thread called
+    /// in since the drain began, program threads
     /// get no new turn from then on (their calls go to the next instance),
     /// and the tasks already accepted run to the end.
     /// Every task accepted runs; if one did not (a bug), destroy says how
@@ -25,10 +26,15 @@ impl Deterministic {
         // would keep it forever (a hang at exit, found by the exhaustive
         // tests).
         let mut me = None;
+        // Only program threads' calls can outpace the drain: while none
+        // came since it began, a task that runs long (or a worker slow to
+        // start: 100 ms and more under ThreadSanitizer) keeps the instance
+        // current, and a guest's late completion still joins the drain.
+        let calls_before = self.program_calls();
         if !drain_while_current(
             |limit| self.wait_idle_as(&mut me, Some(limit), true),
             || self.tasks_in_flight(),
-            || self.has_runnable_tasks(),
+            || self.has_runnable_tasks() && self.program_calls() > calls_before,
         ) {
             lock(&self.state).closing = true;
             if !self.wait_idle_as(&mut me, Some(DRAIN_REPORT_AFTER), true) {

@@ -36,7 +36,8 @@
 //! accepts no new program thread and no guest coming back (they go to a
 //! fresh instance), and joins the workers. If no idle moment comes within
 //! the bounds of [`DRAIN_WHILE_CURRENT`](crate::exec::config::DRAIN_WHILE_CURRENT) (a thread that queues without
-//! end) while some task is ready or running, it refuses
+//! end) while some task is ready or running and a program thread called
+//! in since it began, it refuses
 //! program threads' new calls first and drains what it accepted. While
 //! every task in flight is blocked in an await, it goes on waiting, and
 //! accepts what a guest completes, fires or queues meanwhile. It counts
@@ -222,6 +223,9 @@ struct State {
     /// once the executor is closed, or tasks were lost.
     queued: u64,
     run: u64,
+    /// Runtime calls of program threads: the destroy hook's drain is
+    /// bounded only if one came while it drained.
+    program_calls: u64,
     /// Tasks in flight when the destroy hook closed the executor: zero,
     /// or the close abandoned them (the exhaustive tests check it).
     in_flight_at_close: usize,
@@ -399,6 +403,7 @@ impl Deterministic {
                 closing: false,
                 queued: 0,
                 run: 0,
+                program_calls: 0,
                 in_flight_at_close: 0,
                 idle_rechecks_waited: 0,
                 shutdown: false,
@@ -426,6 +431,11 @@ impl Deterministic {
     /// Tasks ready or running.
     pub(crate) fn tasks_in_flight(&self) -> usize {
         lock(&self.state).in_flight()
+    }
+
+    /// Runtime calls of program threads (not workers) so far.
+    pub(super) fn program_calls(&self) -> u64 {
+        lock(&self.state).program_calls
     }
 
     /// See `State::runnable`.
