@@ -15,7 +15,9 @@ implicitly) and its mfence, per function: per unit of size (a task of
 fan-out, a round of blocking-awaits ...). Each function's load address is
 found from its lowest executed instruction against its symbol (the entry
 of a called function is always executed). Prints one line per function,
-most first, and the total; --json FILE writes them.
+most first, and the total; --json FILE writes them; --lines also prints
+each locked instruction, with its source lines (addr2line, inlined frames
+innermost first).
 
 A locked read-modify-write is where cores meet: a shared line it writes
 moves to the writer's core (50-100 ns across cores, more across sockets;
@@ -110,7 +112,8 @@ def executed(callgrind: str, obj_suffix: str) -> dict[str, Counter]:
 
 
 def count(callgrind: str, library: Path, disassembly: str) -> Counter:
-    """Executions of the library's locked instructions, per function."""
+    """Executions of the library's locked instructions, per (function,
+    offset in the library)."""
     locked, starts = locked_instructions(disassembly)
     by_fn = executed(callgrind, library.name)
     # The load base, from the functions whose symbol we know.
@@ -123,7 +126,7 @@ def count(callgrind: str, library: Path, disassembly: str) -> Counter:
         for a, n in addrs.items():
             f = locked.get(a - base)
             if f is not None:
-                total[f] += n
+                total[(f, a - base)] += n
     return total
 
 
@@ -152,8 +155,39 @@ def demangle(symbol: str) -> str:
 def by_name(counts: Counter) -> Counter:
     """The counts by demangled name (monomorphs of one function merged)."""
     out: Counter = Counter()
-    for f, n in counts.items():
+    for (f, _), n in counts.items():
         out[demangle(f)] += n
+    return out
+
+
+def by_offset(counts: Counter) -> Counter:
+    """The counts by offset in the library."""
+    out: Counter = Counter()
+    for (_, offset), n in counts.items():
+        out[offset] += n
+    return out
+
+
+def source_lines(library: Path, offsets: list[int]) -> dict[int, list[str]]:
+    """{offset: ["function at file:line", ...]}, inlined frames innermost
+    first (addr2line)."""
+    if not offsets:
+        return {}
+    text = subprocess.run(["addr2line", "-e", str(library), "-i", "-f", "-C", "-a"] + [hex(o) for o in offsets],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    out: dict[int, list[str]] = {}
+    current = None
+    i = 0
+    while i < len(text):
+        if text[i].startswith("0x"):
+            current = int(text[i], 16)
+            out[current] = []
+            i += 1
+            continue
+        function, where = text[i], text[i + 1] if i + 1 < len(text) else "?"
+        where = re.sub(r".*/(runtime|crossbeam[^/]*|library)/", r"\1/", where)
+        out[current].append(f"{re.sub(r'::h[0-9a-f]{16}$', '', function)} at {where}")
+        i += 2
     return out
 
 
@@ -174,6 +208,7 @@ def main() -> int:
     ap.add_argument("--size-var", default="BENCH_SIZE", help="the variable that sets the size")
     ap.add_argument("--sizes", default="10000,20000", help="two sizes (default 10000,20000)")
     ap.add_argument("--json", type=Path, help="write the counts here too")
+    ap.add_argument("--lines", action="store_true", help="also each locked instruction with its source lines")
     ap.add_argument("program", nargs="+")
     a = ap.parse_args()
     try:
@@ -185,15 +220,16 @@ def main() -> int:
     env = dict(os.environ, **dict(e.split("=", 1) for e in a.env))
     disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(a.library)],
                                  capture_output=True, text=True, check=True).stdout
-    counts = []
+    counts, raw = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             program = [arg.replace("{size}", str(size)) for arg in a.program]
             run_env = dict(env, **{a.size_var: str(size)}) if len(sizes) == 2 else env
-            counts.append(by_name(count(run(program, run_env, Path(tmp) / f"cg.{size}"),
-                                        a.library, disassembly)))
+            raw.append(count(run(program, run_env, Path(tmp) / f"cg.{size}"), a.library, disassembly))
+            counts.append(by_name(raw[-1]))
     if len(sizes) == 1:
         counts.insert(0, Counter())
+        raw.insert(0, Counter())
         sizes.insert(0, 0)
     small, big = sizes
     per = {f: (counts[1][f] - counts[0][f]) / (big - small) for f in set(counts[0]) | set(counts[1])}
@@ -201,6 +237,15 @@ def main() -> int:
     for f, v in sorted(per.items(), key=lambda kv: -kv[1]):
         print(f"{v:8.2f}  {f}")
     print(f"{sum(per.values()):8.2f}  total locked instructions per unit of {a.size_var}")
+    if a.lines:
+        small_at, big_at = by_offset(raw[0]), by_offset(raw[1])
+        at = {o: (big_at[o] - small_at[o]) / (big - small) for o in set(small_at) | set(big_at)}
+        at = {o: v for o, v in at.items() if abs(v) >= 0.005}
+        where = source_lines(a.library, sorted(at))
+        for o, v in sorted(at.items(), key=lambda kv: -kv[1]):
+            print(f"{v:8.2f}  {o:#x}")
+            for frame in where.get(o, []):
+                print(f"            {frame}")
     if a.json:
         a.json.write_text(json.dumps({"program": a.program, "env": a.env, "sizes": [small, big],
                                       "per_unit": per}, indent=1) + "\n")
