@@ -48,6 +48,43 @@ fn token_error_is_final_and_visible() {
     }
 }
 
+/// A producer that is the sole holder of what it completes frees it at
+/// once, without completing it (nobody could see the outcome), unless a
+/// waiter was linked before the other holders dropped their references: a
+/// group's counter here, which must still fire. Run under the sanitizers
+/// too (`make sanitize`): the freed objects must be neither leaked nor
+/// touched again.
+#[test]
+fn the_sole_holders_completion_frees_at_once_and_fires_a_waiter_linked_before() {
+    use common::TokenPtr;
+    for round in 0..1000 {
+        let value = mlirAsyncRuntimeCreateValue(8);
+        let token = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let grouped = TokenPtr::new(mlirAsyncRuntimeCreateToken());
+        let group = mlirAsyncRuntimeCreateGroup(1);
+        // SAFETY: live objects; each creator's reference is dropped here,
+        // each producer's by its completion, the group's after its await.
+        unsafe {
+            mlirAsyncRuntimeDropRef(value.cast(), 1);
+            mlirAsyncRuntimeDropRef(token.get().cast(), 1);
+            assert_eq!(mlirAsyncRuntimeAddTokenToGroup(grouped.get(), group), 0);
+            mlirAsyncRuntimeDropRef(grouped.get().cast(), 1);
+            *mlirAsyncRuntimeGetValueStorage(value).cast::<u64>() = round;
+            let value_addr = value as usize;
+            thread::spawn(move || {
+                mlirAsyncRuntimeEmplaceValue(value_addr as *mut Value);
+                mlirAsyncRuntimeEmplaceToken(token.get());
+                mlirAsyncRuntimeEmplaceToken(grouped.get());
+            })
+            .join()
+            .unwrap();
+            mlirAsyncRuntimeAwaitAllInGroup(group);
+            assert!(!mlirAsyncRuntimeIsGroupError(group));
+            mlirAsyncRuntimeDropRef(group.cast(), 1);
+        }
+    }
+}
+
 #[test]
 fn add_ref_and_drop_ref_balance() {
     let token = mlirAsyncRuntimeCreateToken();

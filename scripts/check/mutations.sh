@@ -113,10 +113,13 @@ run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly on
     "${loom[@]}" --features mutation-handoff-no-check --lib -- exec::threads::loom_handoff::
 run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
     "${loom[@]}" --features mutation-handoff-relaxed --lib -- exec::threads::loom_handoff::
-# (11) the sole holder's drop reads the count Relaxed before it frees
-# without a decrement: loom finds the free of a token whose completion's
-# detached waiter list it does not see (the group adder's drop).
-run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "token freed while tasks still await it" -- \
+# (11) the sole holder's check (`Header::is_sole_holder`) reads the count
+# Relaxed: the producer's completion, finding itself the sole holder and no
+# waiter, frees the token without firing the group's counter that the
+# adder linked before its drop (and the last drop frees a token whose
+# detached waiter list it does not see): loom finds the group's await
+# never returning.
+run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "deadlock" -- \
     "${loom[@]}" --features mutation-drop-sole-relaxed --test loom_objects -- --exact add_token_against_completion_against_group_await
 # (12) the last drainer to leave declares the scheduler idle without
 # looking at the outside threads' entries; (13) a leaving drainer looks at

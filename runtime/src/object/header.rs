@@ -123,18 +123,11 @@ impl Header {
         }
         // SAFETY: the caller holds `count` references, so the object is live.
         let header = unsafe { &*this };
-        // The sole holder (the count is ours alone: the usual last drop, by
-        // the awaiting caller after the task released its reference) frees
-        // without a read-modify-write: no other thread holds a reference to
-        // add or drop one. Acquire: the load reads the last decrement of
-        // every earlier holder (each a `Release` head of a release
-        // sequence), so their use of the object happens before the free,
-        // as the fence below gives the decrementing path (a `Relaxed` load
-        // frees a token whose detached waiter list it does not see: loom,
-        // `sync/mutation.rs` 11). Saves a locked instruction a drop: 7 of
-        // the 49 of a blocking-awaits round.
-        let refs = header.refs.load(if mutation::DROP_SOLE_RELAXED { Ordering::Relaxed } else { Ordering::Acquire });
-        if refs != count {
+        // The sole holder (the usual last drop, by the awaiting caller after
+        // the task released its reference) frees without a read-modify-write:
+        // saves a locked instruction a drop, 7 of the 49 of a blocking-awaits
+        // round (see `is_sole_holder`).
+        if !header.is_sole_holder(count) {
             // Release: everything this thread did with the object happens
             // before whoever frees it (the `Acquire` fence below), as in
             // `Arc::drop`.
@@ -153,12 +146,38 @@ impl Header {
             #[cfg(mlir_async_tsan)]
             header.refs.load(Ordering::Acquire);
         }
+        // SAFETY: the count reached zero, or was ours alone: no other
+        // reference exists.
+        unsafe { Header::free(this, call) };
+    }
+
+    /// True when the caller's `count` references are all there are: no
+    /// other thread holds one, so none can add or drop one, link a waiter
+    /// or read the object any more. Acquire: the load reads the last
+    /// decrement of every earlier holder (each a `Release` head of a
+    /// release sequence), so whatever they did with the object (a waiter
+    /// linked, a read) happens before the caller's next step, as the fence
+    /// after a decrement to zero gives `drop_ref` (a `Relaxed` load frees a
+    /// token whose waiter, linked by the group's adder before its drop, it
+    /// does not see: loom, `sync/mutation.rs` 11).
+    pub(crate) fn is_sole_holder(&self, count: i64) -> bool {
+        self.refs.load(if mutation::DROP_SOLE_RELAXED { Ordering::Relaxed } else { Ordering::Acquire }) == count
+    }
+
+    /// Frees the object.
+    ///
+    /// # Safety
+    /// `this` is a live object of which the caller holds every reference
+    /// (or whose count the caller took to zero).
+    pub(crate) unsafe fn free(this: *const Header, call: &str) {
+        // SAFETY: live (the caller's contract).
+        let header = unsafe { &*this };
         let free = header.free;
         // Relaxed: this thread owns the object now; the tag only serves
         // later misuse checks.
         header.tag.store(DEAD_TAG, Ordering::Relaxed);
-        // SAFETY: the count reached zero: no other reference exists, and
-        // this thread owns the object; `free` is the kind's destructor.
+        // SAFETY: no other reference exists, and this thread owns the
+        // object; `free` is the kind's destructor.
         unsafe { free(this.cast_mut(), call) };
     }
 }

@@ -64,11 +64,12 @@ pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-ch
 /// drainer's write of it (loom reports the slot's accesses as unordered).
 pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");
 
-/// (11) The sole holder's drop (`object/header.rs`) reads the count
-/// `Relaxed` instead of `Acquire` before it frees without a decrement: the
-/// free may not see what the other holders did with the object before
-/// their last decrement (loom: a completion's detached waiter list read
-/// as still attached).
+/// (11) The sole holder's check (`object/header.rs`, `is_sole_holder`:
+/// the last drop's, and the producer's completion's, which then frees
+/// without a decrement or a swap) reads the count `Relaxed` instead of
+/// `Acquire`: it may not see what the other holders did with the object
+/// before their last decrement (loom: a group counter that the adder
+/// linked, unseen, never fired, and the group's await never returns).
 pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-relaxed");
 
 /// (12) The last drainer to leave declares the scheduler idle without
