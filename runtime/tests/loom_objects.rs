@@ -133,6 +133,30 @@ fn completion_against_registering_a_continuation() {
     });
 }
 
+/// A continuation registered by a holder that drops its reference right
+/// after, against the producer's completion: when the producer finds
+/// itself the sole holder it frees the token without the state's swap
+/// (`complete_and_release`), which it may do only if it sees the
+/// continuation linked; the continuation runs exactly once either way.
+/// Mutation 11 (the sole holder's count read `Relaxed`) lets the producer
+/// see the drop without the link: loom finds the continuation never run.
+#[test]
+fn continuation_by_a_holder_that_drops_against_the_sole_holders_completion() {
+    model(|| {
+        let token = P(mlirAsyncRuntimeCreateToken() as usize);
+        let (runs, handle) = counting_task();
+        let handle = P(handle as usize);
+        let consumer = thread::spawn(move || unsafe {
+            mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle.obj(), Some(count_resume));
+            mlirAsyncRuntimeDropRef(token.obj(), 1);
+        });
+        // SAFETY: the producer's reference, released by the emplace.
+        unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) };
+        consumer.join().unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the continuation must run exactly once");
+    });
+}
+
 /// Two continuations registered from two threads while the token
 /// completes on a third: both run exactly once (no node lost between two
 /// pushes or between a push and the completion's swap).

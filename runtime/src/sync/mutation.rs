@@ -68,8 +68,9 @@ pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxe
 /// the last drop's, and the producer's completion's, which then frees
 /// without a decrement or a swap) reads the count `Relaxed` instead of
 /// `Acquire`: it may not see what the other holders did with the object
-/// before their last decrement (loom: a group counter that the adder
-/// linked, unseen, never fired, and the group's await never returns).
+/// before their last decrement (loom, `loom_objects.rs`: a continuation
+/// that a consumer linked before its drop, unseen by the producer's
+/// completion, never runs; a group counter likewise never fires).
 pub(crate) const DROP_SOLE_RELAXED: bool = cfg!(feature = "mutation-drop-sole-relaxed");
 
 /// (12) The last drainer to leave declares the scheduler idle without
