@@ -59,8 +59,11 @@ class Locked(unittest.TestCase):
 
     def test_counts_with_the_load_base(self):
         counts = locked.count(CALLGRIND, Path("/x/libx.so"), DISASSEMBLY)
-        self.assertEqual(counts["_ZN3foo3bar17h0123456789abcdefE"], 10 + 10 + 11)
-        self.assertEqual(counts["plain"], 4)
+        names = locked.by_name(counts)
+        self.assertEqual(names["foo::bar"], 10 + 10 + 11)
+        self.assertEqual(names["plain"], 4)
+        # Each locked instruction by its offset in the library (--lines).
+        self.assertEqual(locked.by_offset(counts), {0x1001: 10, 0x1006: 10, 0x100B: 11, 0x2000: 4})
 
     def test_names(self):
         self.assertEqual(locked.demangle("_ZN3foo3bar17h0123456789abcdefE"), "foo::bar")

@@ -120,66 +120,6 @@ run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation
 # function): loom finds the continuation never run.
 run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "the continuation must run exactly once" -- \
     "${loom[@]}" --features mutation-drop-sole-relaxed --test loom_objects -- --exact continuation_by_a_holder_that_drops_against_the_sole_holders_completion
-
-# (3) completion writes to the object after dropping its last reference:
-# under loom the freed object is poisoned and the write panics.
-run 3-touch-after-free-loom mutation-touch-after-free caught "index out of bounds" -- \
-    "${loom[@]}" --features mutation-touch-after-free --test loom_objects -- --exact last_drop_ref_against_completion_in_flight
-
-# (4) a thread waiting for idleness sleeps without its re-check under the
-# signal's lock: loom finds the last drainer's notification lost before the
-# sleep (the wait path's idle-drainer change rests on that re-check).
-run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
-    "${loom[@]}" --features mutation-idle-no-recheck --lib -- --exact \
-    exec::threads::loom_idle::the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness
-
-# (5) the deterministic executor's destroy closes when the turn comes back
-# at idleness without looking again: a task that another program thread
-# queued in between is abandoned (issue 27). The exhaustive hand-off tests
-# enumerate every choice of the executor's strategy and find the closing
-# with a task in flight, every run. (The exit-path lifecycle test that
-# counts tasks lost is a sampled check: with this mutation it passed in a
-# clean-clone CI run, so it is not a row here; a row must catch every time.)
-run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
-    "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- exec::deterministic::exhaustive::
-
-# (6) a spare start refused by the system raises the retry flag before
-# giving its permit back: loom finds the blocked thread's look that takes
-# the flag down while every permit is still taken, and the task that
-# would end the wait is stranded (issue 25).
-run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
-    "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
-    exec::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
-# (7) a drainer that stops looking for work does not look at the other
-# threads' next-task slots again after its decrement: loom finds the task
-# that the slot's owner put there while it saw that drainer looking stranded
-# (issue 25: a task spinning on the child it started never finished).
-run 7-slot-no-recheck-loom mutation-slot-no-recheck caught "the task put in the slot was stranded" -- \
-    "${loom[@]}" --features mutation-slot-no-recheck --lib -- --exact \
-    exec::threads::loom_slot::a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken
-# (8) the accessors of the thread-locals read after a task switched back
-# in are inlined: the frame that switched keeps the addresses it computed
-# on the thread it left (llvm-project#98479), and the migration check finds
-# every migrated task's thread-locals stale.
-run baseline-migration "" pass "" -- "${normal[@]}" --test migration
-run 8-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
-    "${normal[@]}" --features mutation-tls-inline --test migration
-# (9) the drainer parks a switched-out task's fiber without checking that
-# the object completed meanwhile: loom finds the task never resumed.
-# (10) the hand-off's acquire/release orderings relaxed: loom finds the
-# resuming thread's read of the parked fiber unordered with its write.
-run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
-    "${loom[@]}" --features mutation-handoff-no-check --lib -- exec::threads::loom_handoff::
-run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
-    "${loom[@]}" --features mutation-handoff-relaxed --lib -- exec::threads::loom_handoff::
-# (11) the sole holder's check (`Header::is_sole_holder`) reads the count
-# Relaxed: the producer's completion, finding itself the sole holder and no
-# waiter, frees the token without firing the group's counter that the
-# adder linked before its drop (and the last drop frees a token whose
-# detached waiter list it does not see): loom finds the group's await
-# never returning.
-run 11-drop-sole-relaxed-loom mutation-drop-sole-relaxed caught "deadlock" -- \
-    "${loom[@]}" --features mutation-drop-sole-relaxed --test loom_objects -- --exact add_token_against_completion_against_group_await
 # (12) the last drainer to leave declares the scheduler idle without
 # looking at the outside threads' entries; (13) a leaving drainer looks at
 # the queue and the entries without the fence after its leave; (14) a

@@ -22,17 +22,17 @@
 //!   threads inside): a thread without a presence (at its exit).
 //!
 //! The closer sets the closed bit, then (after the heavy fence) waits
-//! until the count is zero and no presence names the gate.
+//! until the count is zero and no presence names the gate. Either the
+//! closer's look sees an entrant's presence, or the entrant's look (after
+//! its fence) sees the closed bit: Dekker's pattern (loom model
+//! `loom_gate.rs`, where both fences are `SeqCst`; mutation 16 takes the
+//! entrant's fence out).
 //!
 //! Before it closes, the destroy hook drains the instance while it is
 //! current (`config::drain_while_current`), and bounds that only if a
 //! thread outside the pool called in meanwhile: it sets the draining bit,
 //! and an entrant that sees it counts itself (its look at the word is the
-//! one it makes for the closed bit, so the ordinary enter pays nothing). Either the
-//! closer's look sees an entrant's presence, or the entrant's look (after
-//! its fence) sees the closed bit: Dekker's pattern (loom model
-//! `loom_gate.rs`, where both fences are `SeqCst`; mutation 16 takes the
-//! entrant's fence out).
+//! one it makes for the closed bit, so the ordinary enter pays nothing).
 
 use std::time::Duration;
 
