@@ -430,14 +430,14 @@ mod tests {
     /// A drain whose instance goes idle at the `idle_at`-th slice, each
     /// slice lasting its limit: whether it stayed current until then, and
     /// the slices it waited.
-    fn drain(idle_at: u32, runnable: bool) -> (bool, u32) {
+    fn drain(idle_at: u32, outpaced: bool) -> (bool, u32) {
         let slices = std::cell::Cell::new(0);
         let wait_idle = |limit: Duration| {
             slices.set(slices.get() + 1);
             std::thread::sleep(limit);
             slices.get() >= idle_at
         };
-        let current = drain_while_current(wait_idle, || 1, || runnable);
+        let current = drain_while_current(wait_idle, || 1, || outpaced);
         (current, slices.get())
     }
 
@@ -480,7 +480,7 @@ pub(crate) const DRAIN_WHILE_CURRENT_TASKS: usize = 100_000;
 
 /// The destroy hook's drain while the instance is current:
 /// `wait_idle(limit)` (true once idle within `limit`) in short slices
-/// until the instance is idle (true) or, while `runnable()` (some task is
+/// until the instance is idle (true) or, while `outpaced()` (some task is
 /// queued or running, not only waiting in an `Await*`, and a thread outside
 /// the pool called in since the drain began), a bound of
 /// [`DRAIN_WHILE_CURRENT`] is passed (false); `in_flight` counts the tasks
@@ -488,7 +488,7 @@ pub(crate) const DRAIN_WHILE_CURRENT_TASKS: usize = 100_000;
 pub(crate) fn drain_while_current(
     mut wait_idle: impl FnMut(Duration) -> bool,
     in_flight: impl Fn() -> usize,
-    runnable: impl Fn() -> bool,
+    outpaced: impl Fn() -> bool,
 ) -> bool {
     const SLICE: Duration = Duration::from_millis(10);
     let start = Instant::now();
@@ -496,7 +496,7 @@ pub(crate) fn drain_while_current(
         if wait_idle(SLICE) {
             return true;
         }
-        if (start.elapsed() >= DRAIN_WHILE_CURRENT || in_flight() > DRAIN_WHILE_CURRENT_TASKS) && runnable() {
+        if (start.elapsed() >= DRAIN_WHILE_CURRENT || in_flight() > DRAIN_WHILE_CURRENT_TASKS) && outpaced() {
             return false;
         }
     }
