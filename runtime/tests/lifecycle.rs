@@ -125,8 +125,8 @@ fn stats() -> RuntimeStats {
 enum Busy {
     /// Read the counters in a loop (`rust_mlir_async_runtime_stats`).
     Stats,
-    /// Queue tasks that block inside the pool (spare threads start and,
-    /// with a short keep-alive, exit), and read the counters.
+    /// Queue tasks that block inside the pool (spare threads start, and
+    /// exit at every eighth round's destroy), and read the counters.
     Tasks,
     /// Start and destroy instances in a loop (with tracing on, each destroy
     /// writes a trace).
@@ -161,8 +161,10 @@ fn fork_while_busy(busy: Busy, children: usize) {
                         open(gate);
                         rx.recv().unwrap();
                         rx.recv().unwrap();
+                        // Spares live until the destroy hook, which joins
+                        // them: the next round starts one again.
                         if round % 8 == 0 {
-                            thread::sleep(Duration::from_millis(3));
+                            __mlir_execution_engine_destroy();
                         }
                     }
                     Busy::Tasks => {
@@ -307,13 +309,14 @@ fn push_as_the_only_spare_goes_idle(rounds: usize) {
     __mlir_execution_engine_destroy();
 }
 
-// ---- 3, 4: spare threads that expire while work arrives ------------------------
+// ---- 3: spare threads started for bursts of blocked tasks -----------------------
 
-/// Bursts of blocking tasks timed around the spares' keep-alive (set short
-/// by the parent): spares start, expire and start again while other spares
-/// are starting; every few bursts the instance is destroyed. Another
-/// thread reads the counters meanwhile.
-fn spare_churn(bursts: usize, keep_alive_us: u64) {
+/// Bursts of blocking tasks: spares start for them, run other tasks, go
+/// idle and take the next burst's, while other spares are starting; every
+/// few bursts the instance is destroyed, which joins its spares, and the
+/// next burst starts them again. Another thread reads the counters
+/// meanwhile.
+fn spare_churn(bursts: usize) {
     let mut jitter = Jitter(0x2545_f491_4f6c_dd1d);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
@@ -343,36 +346,14 @@ fn spare_churn(bursts: usize, keep_alive_us: u64) {
         for _ in 0..blocked {
             recv_or_exit(&rx, &format!("burst {burst}: a blocked task"), Duration::from_secs(10));
         }
-        // Around the keep-alive: some spares expire, some are reused.
-        spin_for(keep_alive_us / 2 + jitter.below(keep_alive_us));
+        // The spares go idle, or are still leaving as the next burst comes.
+        spin_for(jitter.below(1000));
         if burst % 16 == 15 {
             __mlir_execution_engine_destroy();
         }
     }
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
-    __mlir_execution_engine_destroy();
-}
-
-/// One worker, one spare (cap two): every round blocks the worker and
-/// then the spare on a gate, so each round needs the spare; rounds are
-/// spaced about one keep-alive apart, so the spare often ends just as the
-/// next round starts a new one.
-fn spare_expiry_against_a_start(rounds: usize, keep_alive_us: u64) {
-    let mut jitter = Jitter(0x853c_49e6_748f_ea9b);
-    for round in 0..rounds {
-        let gate = TokenPtr::new(mlirAsyncRuntimeCreateToken());
-        let (tx, rx) = mpsc::channel();
-        execute_blocked_on(gate, tx.clone());
-        execute_blocked_on(gate, tx);
-        // Both reach their wait (the second on the spare) before it opens.
-        thread::sleep(Duration::from_micros(300));
-        open(gate);
-        for _ in 0..2 {
-            recv_or_exit(&rx, &format!("round {round}: a blocked task"), Duration::from_secs(10));
-        }
-        spin_for(keep_alive_us + jitter.below(keep_alive_us / 2));
-    }
     __mlir_execution_engine_destroy();
 }
 
@@ -731,8 +712,7 @@ fn scenario_child() {
         "fork-during-destroy" => fork_while_busy(Busy::Destroy, scaled(100)),
         "chain-of-five" => blocking_chain_of_five(),
         "push-as-spare-idles" => push_as_the_only_spare_goes_idle(scaled(2000)),
-        "spare-churn" => spare_churn(scaled(2000), 1000),
-        "spare-expiry" => spare_expiry_against_a_start(scaled(3000), 1000),
+        "spare-churn" => spare_churn(scaled(2000)),
         "two-continuations" => two_continuations_one_blocks_on_the_other(),
         "exit-without-destroy" => exit_without_destroy(),
         "destroy-in-tls-destructor" => destroy_in_thread_local_destructor(),
@@ -786,11 +766,7 @@ fn a_child_forked_while_another_thread_reads_the_counters_can_use_and_destroy_th
 fn a_child_forked_while_spares_start_and_exit_can_use_and_destroy_the_runtime() {
     assert_scenario(
         "fork-during-tasks",
-        &[
-            ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
-            ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
-            ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
-        ],
+        &[("MLIR_ASYNC_RUNTIME_WORKERS", "1"), ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0")],
         Duration::from_secs(120),
     );
 }
@@ -878,41 +854,19 @@ fn a_task_queued_as_the_only_spare_goes_idle_runs() {
     }
 }
 
-/// Spares expire and start again around a 1 ms keep-alive, at caps of one
-/// to three spares: no abort, no hang, no use of a freed scheduler (under
-/// `make sanitize`, AddressSanitizer sees the last).
-/// With fuzzing, an ending spare is delayed just after it stopped counting
-/// as alive, where its slot used to be still taken.
+/// Spares start for bursts of blocked tasks, go idle and are reused, at
+/// caps of one to three spares, and are joined by every destroy: no abort,
+/// no hang, no use of a freed scheduler (under `make sanitize`,
+/// AddressSanitizer sees the last). With fuzzing, a spare is delayed as it
+/// goes idle and as it ends.
 #[test]
-fn spares_that_expire_while_work_arrives_are_replaced() {
+fn spares_started_for_bursts_of_blocked_tasks_are_reused_and_joined() {
     for (workers, cap, fuzz) in [("1", "2", "off"), ("1", "3", "1"), ("2", "4", "2"), ("2", "5", "3"), ("1", "2", "4")] {
         assert_scenario(
             "spare-churn",
             &[
                 ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
                 ("MLIR_ASYNC_RUNTIME_MAX_THREADS", cap),
-                ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
-                ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
-                ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
-            ],
-            Duration::from_secs(120),
-        );
-    }
-}
-
-/// A spare that ends (its keep-alive passed) while the next start at the
-/// cap begins: the new spare must find a slot, and the ended one is
-/// joined before the instance goes (with fuzzing, the ending spare is
-/// delayed right after it stopped counting as alive).
-#[test]
-fn a_spare_started_as_the_last_one_ends_finds_a_slot() {
-    for fuzz in ["off", "1", "2"] {
-        assert_scenario(
-            "spare-expiry",
-            &[
-                ("MLIR_ASYNC_RUNTIME_WORKERS", "1"),
-                ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "2"),
-                ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "1"),
                 ("MLIR_ASYNC_RUNTIME_FUZZ", fuzz),
                 ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),
             ],

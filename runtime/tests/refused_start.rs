@@ -74,12 +74,11 @@ pub unsafe extern "C" fn pthread_create(
 /// permit is free may start a spare although an idle pool thread then
 /// takes the task, and a blocked task may run on that spare while a pool
 /// thread stays free for the opener. Such a round needs no start, so it
-/// proves nothing; the scenario runs rounds until one refused a start (a
-/// spare that is idle ends at once: the parent sets a keep-alive of zero).
+/// proves nothing; the scenario runs rounds until one refused a start,
+/// each on a fresh instance (spares live until the destroy hook, and an
+/// idle one would take the opener).
 fn blocked_workers_and_a_refused_spare(refusals: usize) {
     let workers = mlirAsyncRuntimGetNumWorkerThreads() as usize;
-    // The pool's threads are up before anything is refused.
-    execute_and_await();
     let mut rounds = 0;
     while REFUSED.load(Ordering::SeqCst) == 0 {
         rounds += 1;
@@ -88,9 +87,11 @@ fn blocked_workers_and_a_refused_spare(refusals: usize) {
             std::process::exit(4);
         }
         REFUSALS_LEFT.store(0, Ordering::SeqCst);
+        // The pool's threads are up before anything is refused.
+        execute_and_await();
         round(workers, refusals);
+        __mlir_execution_engine_destroy();
     }
-    __mlir_execution_engine_destroy();
     println!("refused: {} in round {rounds}", REFUSED.load(Ordering::SeqCst));
 }
 
@@ -117,7 +118,7 @@ fn round(workers: usize, refusals: usize) {
     }
     // Let every worker reach its wait (a waiter spins for microseconds
     // before it blocks and gives its place away; one that is late asks for
-    // the spare when it blocks) and an idle spare end.
+    // the spare when it blocks).
     std::thread::sleep(Duration::from_millis(100));
     REFUSALS_LEFT.store(refusals, Ordering::SeqCst);
     // The opener: queued while every runtime thread is blocked, so it
@@ -159,7 +160,6 @@ fn scenario(name: &str, workers: &str) -> ChildRun {
             (SCENARIO_ENV, name),
             ("MLIR_ASYNC_RUNTIME_WORKERS", workers),
             ("MLIR_ASYNC_RUNTIME_MAX_THREADS", "64"),
-            ("MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS", "0"),
             // Spare threads stand in for blocked ones only where tasks
             // block their threads: task stacks off (or refused).
             ("MLIR_ASYNC_RUNTIME_TASK_STACKS", "0"),

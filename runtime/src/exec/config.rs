@@ -13,11 +13,6 @@ pub(super) const WORKERS_ENV: &str = "MLIR_ASYNC_RUNTIME_WORKERS";
 /// spare threads that take the place of workers blocked in an `Await*`.
 pub(super) const MAX_THREADS_ENV: &str = "MLIR_ASYNC_RUNTIME_MAX_THREADS";
 
-/// Environment variable that sets how long an idle spare thread waits for
-/// work before it ends, in milliseconds (default 10 s). Meant for tests
-/// that make spares expire and start again quickly.
-pub(super) const SPARE_KEEP_ALIVE_ENV: &str = "MLIR_ASYNC_RUNTIME_SPARE_KEEP_ALIVE_MS";
-
 /// Environment variable that turns task stacks off (`0`): every task then
 /// runs on its thread's stack, and a task that blocks in an `Await*` blocks
 /// its thread, which a spare thread replaces (threads/README.md).
@@ -95,9 +90,6 @@ fn stack_size_for_limit(soft: Option<u64>, page: usize) -> usize {
     size.checked_next_multiple_of(page).unwrap_or(UNLIMITED_STACK_SIZE)
 }
 
-/// The default keep-alive of an idle spare thread.
-pub(super) const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
-
 /// The default cap on the runtime's threads.
 pub const DEFAULT_MAX_THREADS: usize = 512;
 
@@ -115,8 +107,6 @@ pub(crate) struct Config {
     pub(crate) workers: usize,
     /// Threads at most, workers included.
     pub(crate) max_threads: usize,
-    /// How long an idle spare thread waits for work before it ends.
-    pub(crate) spare_keep_alive: Duration,
     /// Tasks run on stacks of their own, and one that blocks switches out
     /// (false: `MLIR_ASYNC_RUNTIME_TASK_STACKS=0`).
     pub(crate) task_stacks: bool,
@@ -163,8 +153,6 @@ impl Config {
             default_workers(parallelism, waiters_run),
             &mut |line| warn(line),
         );
-        config.spare_keep_alive =
-            spare_keep_alive(std::env::var(SPARE_KEEP_ALIVE_ENV).ok().as_deref(), &mut |line| warn(line));
         config.task_stacks = task_stacks;
         config.waiters_run = waiters_run;
         config.task_stack_size = task_stack_size(
@@ -216,7 +204,6 @@ impl Config {
         Config {
             workers: count,
             max_threads: max,
-            spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: UNLIMITED_STACK_SIZE,
             waiters_run: WaiterRuns::Producers,
@@ -226,24 +213,6 @@ impl Config {
     /// Spare threads at most: the cap less the workers.
     pub(super) fn max_spares(&self) -> usize {
         self.max_threads - self.workers
-    }
-}
-
-/// The spares' keep-alive from `text` (milliseconds), with one warning line
-/// if it is malformed.
-fn spare_keep_alive(text: Option<&str>, warn: &mut dyn FnMut(&str)) -> Duration {
-    let Some(text) = text else {
-        return DEFAULT_SPARE_KEEP_ALIVE;
-    };
-    match text.trim().parse::<u64>() {
-        Ok(ms) => Duration::from_millis(ms),
-        Err(_) => {
-            warn(&format!(
-                "ignoring {SPARE_KEEP_ALIVE_ENV}={text:?}: expected milliseconds; using {} ms",
-                DEFAULT_SPARE_KEEP_ALIVE.as_millis()
-            ));
-            DEFAULT_SPARE_KEEP_ALIVE
-        }
     }
 }
 
@@ -314,7 +283,6 @@ mod tests {
         let expected = Config {
             workers: 2,
             max_threads: DEFAULT_MAX_THREADS,
-            spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
             task_stacks: true,
             task_stack_size: UNLIMITED_STACK_SIZE,
             waiters_run: WaiterRuns::Producers,
@@ -415,16 +383,6 @@ mod tests {
         // The process's own limit, as `ulimit -s` shows it.
         let size = platform_stack_size();
         assert!(size >= MIN_STACK_SIZE && size.is_multiple_of(page), "{size}");
-    }
-
-    #[test]
-    fn reads_the_spares_keep_alive_in_milliseconds() {
-        let mut lines = Vec::new();
-        assert_eq!(spare_keep_alive(Some("7"), &mut |l| lines.push(l.to_string())), Duration::from_millis(7));
-        assert_eq!(spare_keep_alive(None, &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
-        assert!(lines.is_empty());
-        assert_eq!(spare_keep_alive(Some("soon"), &mut |l| lines.push(l.to_string())), DEFAULT_SPARE_KEEP_ALIVE);
-        assert_eq!(lines.len(), 1);
     }
 
     /// A drain whose instance goes idle at the `idle_at`-th slice, each

@@ -47,7 +47,6 @@ fn config() -> Config {
     Config {
         workers: 1,
         max_threads: 2,
-        spare_keep_alive: Duration::from_secs(1),
         task_stacks: false,
         waiters_run: crate::exec::config::WaiterRuns::Nothing,
         task_stack_size: crate::exec::config::UNLIMITED_STACK_SIZE,

@@ -1,7 +1,7 @@
 //! loom models of a spare thread's life against the drainers word, on the
 //! real [`Spares`] and [`Drainers`]: a spare start refused at the cap or
 //! by the system (and retried by a blocked thread), and a spare that goes
-//! idle or expires while a push is in flight. The model's glue is the
+//! idle while a push is in flight. The model's glue is the
 //! scheduler's own: a spare's job drains the model's queue (a `SeqCst`
 //! counter, as in `loom_drainers.rs`'s models), then leaves through
 //! [`SpareThread::before_leaving`], a refused start gives the permit back
@@ -9,7 +9,6 @@
 //! tries a refused start again (`Scheduler::retry_refused_start`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use loom::sync::atomic::AtomicUsize;
 use loom::thread;
@@ -28,12 +27,12 @@ struct Model {
 
 impl Model {
     /// One worker, at most `max_spares` spares.
-    fn new(max_spares: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Model> {
+    fn new(max_spares: usize, spawn: SpawnFn) -> Arc<Model> {
         Arc::new(Model {
             drainers: Drainers::new(1),
             queued: AtomicUsize::new(0),
             ran: AtomicUsize::new(0),
-            spares: Spares::with_spawn(max_spares, keep_alive, spawn),
+            spares: Spares::with_spawn(max_spares, spawn),
         })
     }
 
@@ -106,13 +105,11 @@ impl Model {
     }
 }
 
-const FOREVER: Duration = Duration::from_secs(3600);
-
-/// One worker (blocked), one spare with `keep_alive`: the spare runs a
-/// task while another thread pushes the next, and every task runs once.
-fn push_while_the_only_spare_finishes(keep_alive: Duration) {
+/// One worker (blocked), one spare: the spare runs a task while another
+/// thread pushes the next, and every task runs once.
+fn push_while_the_only_spare_finishes() {
     loom::model(move || {
-        let m = Model::new(1, keep_alive, spawn_thread);
+        let m = Model::new(1, spawn_thread);
         m.block_the_pool_thread();
         m.push();
         let producer = {
@@ -130,7 +127,7 @@ fn push_while_the_only_spare_finishes(keep_alive: Duration) {
 /// still counted as alive but not yet idle; the task must run anyway.
 #[test]
 fn a_push_as_the_only_spare_goes_idle_is_run() {
-    push_while_the_only_spare_finishes(FOREVER);
+    push_while_the_only_spare_finishes();
 }
 
 /// Whether each model that refuses a start has refused it in this run
@@ -155,7 +152,7 @@ fn refuse_once<const MODEL: usize>(name: String, main: Box<dyn FnOnce() + Send>)
 fn a_spare_start_refused_by_the_system_gives_everything_back() {
     loom::model(|| {
         REFUSED[0].store(false, std::sync::atomic::Ordering::SeqCst);
-        let m = Model::new(1, FOREVER, refuse_once::<0>);
+        let m = Model::new(1, refuse_once::<0>);
         m.block_the_pool_thread();
         let producer = {
             let m = Arc::clone(&m);
@@ -196,7 +193,7 @@ fn a_spare_start_refused_by_the_system_gives_everything_back() {
 fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
     loom::model(|| {
         REFUSED[1].store(false, std::sync::atomic::Ordering::SeqCst);
-        let m = Model::new(1, FOREVER, refuse_once::<1>);
+        let m = Model::new(1, refuse_once::<1>);
         m.block_the_pool_thread();
         let producer = {
             let m = Arc::clone(&m);
@@ -207,13 +204,4 @@ fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
         m.retry_refused();
         m.shut_down_and_check(1);
     });
-}
-
-/// The spare expires at once when idle (keep-alive zero) while a push
-/// is in flight: the push either hands its job to the spare before it
-/// ends, or starts a new spare in the slot the old one gave back (and
-/// joins the old one first); the task runs once either way.
-#[test]
-fn a_spare_expiring_while_a_push_is_in_flight() {
-    push_while_the_only_spare_finishes(Duration::ZERO);
 }

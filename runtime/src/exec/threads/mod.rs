@@ -367,7 +367,7 @@ impl Scheduler {
             watch: Watch::new(),
             pool_bindings: PoolBindings::new(),
             pool_threads,
-            spares: Spares::new(config.max_spares(), config.spare_keep_alive),
+            spares: Spares::new(config.max_spares()),
             idle: IdleSignal::new(),
             lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),

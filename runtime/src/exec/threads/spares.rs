@@ -1,26 +1,24 @@
 //! Spare threads: started on demand to take the place of runtime threads
-//! blocked in an `Await*`, cached once their work is done, and ended after
-//! a while without work or when the instance shuts down.
+//! blocked in an `Await*`, idle once their work is done, and ended when the
+//! instance shuts down. They never end earlier: the spares alive are the
+//! most threads the program ever had blocked at once, at most the cap, as
+//! rayon's pool keeps its threads for the pool's life (why they no longer
+//! expire: docs/decisions/spares.md).
 //!
 //! This module only runs jobs on threads; the scheduler decides when a
 //! spare is needed (`drainers.rs`) and what it runs (its drain loop).
 //!
-//! Three rules keep a spare's life consistent with the scheduler's counts:
+//! Two rules keep a spare's life consistent with the scheduler's counts:
 //! - A job announces that its thread is about to become idle
 //!   ([`SpareThread::before_leaving`]) *before* the scheduler stops counting
 //!   it as a drainer: a spare is never in a state where the scheduler no
 //!   longer counts it and [`Spares::run`] cannot hand it a job, so a start
 //!   refused at the cap never strands a task that an idle spare could run.
-//! - Each spare thread owns a slot number (`0..max`) from its start until
-//!   it stops counting as alive, both changed under the same lock: a spare
-//!   started at the cap always finds a free slot.
-//! - Every spare thread is joined, by [`Spares::shutdown`] or, for one that
-//!   ended earlier, by the next [`Spares::run`] before it hands out a job:
-//!   a spare's thread-local destructors have finished before the instance
-//!   that owns it can be freed.
+//! - Every spare thread is joined by [`Spares::shutdown`]: a spare's
+//!   thread-local destructors have finished before the instance that owns
+//!   it can be freed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::exec::config::platform_stack_size;
 use crate::sync::thread::{self, Builder, JoinHandle, Thread};
@@ -49,28 +47,19 @@ struct State {
     idle: Vec<usize>,
     /// The job handed to each slot's spare, until it takes it.
     jobs: Vec<Option<Job>>,
-    /// Each slot's spare thread, to wake it.
-    threads: Vec<Option<Thread>>,
-    /// Spare threads alive (running a job or idle): each holds one slot.
-    alive: usize,
-    /// Slots no alive spare holds, lowest last.
-    free_slots: Vec<usize>,
-    /// The thread of each slot's spare, until it ends.
-    handles: Vec<Option<JoinHandle<()>>>,
-    /// Spares that ended, not yet joined.
-    ended: Vec<JoinHandle<()>>,
+    /// Each slot's spare thread, to wake it; the spares alive are the
+    /// slots `0..threads.len()`.
+    threads: Vec<Thread>,
+    /// Their handles, joined at shutdown.
+    handles: Vec<JoinHandle<()>>,
     /// Set by `shutdown`: idle spares end.
     closing: bool,
-    /// Spare threads started so far (for their names).
-    started: usize,
 }
 
 /// The spare threads of one runtime instance.
 pub(super) struct Spares {
     state: Mutex<State>,
     max: usize,
-    /// A spare that waits this long without work ends.
-    keep_alive: Duration,
     spawn: SpawnFn,
 }
 
@@ -98,28 +87,22 @@ pub(super) fn spawn_thread(name: String, main: Box<dyn FnOnce() + Send>) -> std:
 }
 
 impl Spares {
-    /// At most `max` spare threads alive at once, each ending after
-    /// `keep_alive` without work.
-    pub(crate) fn new(max: usize, keep_alive: Duration) -> Arc<Spares> {
-        Spares::with_spawn(max, keep_alive, spawn_thread)
+    /// At most `max` spare threads alive at once.
+    pub(crate) fn new(max: usize) -> Arc<Spares> {
+        Spares::with_spawn(max, spawn_thread)
     }
 
     /// [`Spares::new`], starting threads with `spawn`.
-    pub(super) fn with_spawn(max: usize, keep_alive: Duration, spawn: SpawnFn) -> Arc<Spares> {
+    pub(super) fn with_spawn(max: usize, spawn: SpawnFn) -> Arc<Spares> {
         Arc::new(Spares {
             state: Mutex::new(State {
                 idle: Vec::new(),
                 jobs: (0..max).map(|_| None).collect(),
-                threads: (0..max).map(|_| None).collect(),
-                alive: 0,
-                free_slots: (0..max).rev().collect(),
-                handles: (0..max).map(|_| None).collect(),
-                ended: Vec::new(),
+                threads: Vec::new(),
+                handles: Vec::new(),
                 closing: false,
-                started: 0,
             }),
             max,
-            keep_alive,
             spawn,
         })
     }
@@ -128,55 +111,38 @@ impl Spares {
     /// cap allows (then returns true). At the cap, while shutting down, or
     /// if the system refuses a thread, `job` is dropped unrun; the caller
     /// reports a refusal (this says nothing on stderr).
-    ///
-    /// The caller holds the scheduler busy until this returns (it took a
-    /// drainer's place for the job), so the instance is not freed while
-    /// the spares that ended are joined here.
     pub(crate) fn run(self: &Arc<Spares>, job: Job) -> Result<bool, NotStarted> {
-        let ended = std::mem::take(&mut lock(&self.state).ended);
-        join_all(ended);
         let mut state = lock(&self.state);
         if let Some(slot) = state.idle.pop() {
             state.jobs[slot] = Some(job);
             let thread = state.threads[slot].clone();
             drop(state);
-            thread.expect("an idle spare's thread is known").unpark();
+            thread.unpark();
             return Ok(false);
         }
-        if state.alive >= self.max || state.closing {
+        let slot = state.threads.len();
+        if slot >= self.max || state.closing {
             return Err(NotStarted::AtCap);
         }
-        let slot = state.free_slots.pop().expect("a slot is free while fewer spares than slots are alive");
-        state.alive += 1;
-        state.started += 1;
-        let name = format!("mlir-async-spare-{}", state.started);
+        let name = format!("mlir-async-spare-{}", slot + 1);
         let spares = Arc::clone(self);
-        // The thread cannot end before its handle is stored: ending takes
-        // this lock.
-        match (self.spawn)(name, Box::new(move || spares.thread_main(slot, job))) {
-            Ok(handle) => {
-                state.threads[slot] = Some(handle.thread().clone());
-                state.handles[slot] = Some(handle);
-                Ok(true)
-            }
-            Err(e) => {
-                // The system refused a thread: its slot and count go back.
-                state.alive -= 1;
-                state.free_slots.push(slot);
-                Err(NotStarted::Refused(e))
-            }
-        }
+        // Under the lock: the new spare's first look at it (its idle
+        // announcement) finds its thread known.
+        let handle = (self.spawn)(name, Box::new(move || spares.thread_main(slot, job))).map_err(NotStarted::Refused)?;
+        state.threads.push(handle.thread().clone());
+        state.handles.push(handle);
+        Ok(true)
     }
 
     /// Every spare the cap allows is alive: [`Spares::run`] starts no new
     /// one (it may still hand a job to an idle one).
     pub(super) fn at_cap(&self) -> bool {
-        lock(&self.state).alive >= self.max
+        lock(&self.state).threads.len() >= self.max
     }
 
     /// Spare threads alive now.
     pub(crate) fn alive(&self) -> usize {
-        lock(&self.state).alive
+        lock(&self.state).threads.len()
     }
 
     fn thread_main(self: Arc<Spares>, slot: usize, first: Job) {
@@ -200,10 +166,8 @@ impl Spares {
     }
 
     /// Parks this spare in the idle list (if its job did not already put
-    /// it there) until it gets a job; `None` when it should end (idle too
-    /// long, or shutdown): it then no longer counts as alive.
+    /// it there) until it gets a job; `None` at shutdown.
     fn wait_for_job(&self, me: &SpareThread) -> Option<Job> {
-        let deadline = std::time::Instant::now() + self.keep_alive;
         let mut state = lock(&self.state);
         if !me.announced.replace(false) {
             state.idle.push(me.slot);
@@ -214,21 +178,15 @@ impl Spares {
             }
             // Still on the idle list: no job was handed over (that takes
             // the spare off the list and stores its job in one step).
-            let now = std::time::Instant::now();
-            if now >= deadline || state.closing {
+            if state.closing {
+                // Off the idle list as it ends, in one step: no job is
+                // handed to it from here on.
                 let pos = state.idle.iter().position(|&s| s == me.slot).expect("an idle spare without a job is listed");
                 state.idle.swap_remove(pos);
-                // Ends: its slot is free and its count gone in one step,
-                // and its handle waits to be joined.
-                state.alive -= 1;
-                state.free_slots.push(me.slot);
-                state.threads[me.slot] = None;
-                let handle = state.handles[me.slot].take();
-                state.ended.extend(handle);
                 return None;
             }
             drop(state);
-            thread::park_timeout(deadline - now);
+            thread::park();
             state = lock(&self.state);
         }
     }
@@ -239,24 +197,18 @@ impl Spares {
         let handles = {
             let mut state = lock(&self.state);
             state.closing = true;
-            for &slot in &state.idle {
-                if let Some(thread) = &state.threads[slot] {
-                    thread.unpark();
-                }
+            for thread in &state.threads {
+                thread.unpark();
             }
-            let mut handles = std::mem::take(&mut state.ended);
-            handles.extend(state.handles.iter_mut().filter_map(Option::take));
-            handles
+            std::mem::take(&mut state.handles)
         };
-        join_all(handles);
-    }
-}
-
-fn join_all(handles: Vec<JoinHandle<()>>) {
-    for handle in handles {
-        if handle.join().is_err() {
-            crate::sync::misuse::abort_misuse("spare thread", "a spare thread panicked");
+        // Each runs the job handed to it, if any, before it ends.
+        for handle in handles {
+            if handle.join().is_err() {
+                crate::sync::misuse::abort_misuse("spare thread", "a spare thread panicked");
+            }
         }
+        lock(&self.state).threads.clear();
     }
 }
 
@@ -283,9 +235,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc;
+    use std::time::Duration;
 
     #[test]
-    fn a_start_refused_by_the_system_gives_its_slot_back() {
+    fn a_start_refused_by_the_system_takes_no_slot() {
         static REFUSED: AtomicBool = AtomicBool::new(false);
         fn refuse_once(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
             if !REFUSED.swap(true, Ordering::SeqCst) {
@@ -293,7 +246,7 @@ mod tests {
             }
             spawn_thread(name, main)
         }
-        let spares = Spares::with_spawn(1, Duration::from_secs(60), refuse_once);
+        let spares = Spares::with_spawn(1, refuse_once);
         assert!(matches!(spares.run(Box::new(|_| {})), Err(NotStarted::Refused(_))), "a refusal, not the cap");
         assert_eq!(spares.alive(), 0);
         let (tx, rx) = mpsc::channel();
@@ -304,8 +257,8 @@ mod tests {
 
     /// A spare's thread-local destructors run after its closure returned
     /// (`JoinHandle::is_finished` is already true then): shutdown must
-    /// still wait for them, also when another start came in between (the
-    /// instance is freed after shutdown, and a destructor may touch it).
+    /// still wait for them (the instance is freed after shutdown, and a
+    /// destructor may touch it).
     #[test]
     fn shutdown_returns_only_after_every_spare_thread_ended_completely() {
         static DONE: AtomicUsize = AtomicUsize::new(0);
@@ -317,45 +270,47 @@ mod tests {
             }
         }
         thread_local! { static SLOW: SlowDrop = const { SlowDrop }; }
-        let spares = Spares::new(2, Duration::ZERO);
+        let spares = Spares::new(2);
         let (tx, rx) = mpsc::channel();
         assert!(spares.run(Box::new(move |_| SLOW.with(|_| tx.send(()).unwrap()))).unwrap());
         rx.recv().unwrap();
-        // It ends at once (keep-alive zero); its destructor sleeps.
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(spares.run(Box::new(|_| {})).is_ok());
         spares.shutdown();
         assert_eq!(DONE.load(Ordering::SeqCst), 1, "a spare's thread-local destructor ran after shutdown returned");
+        assert_eq!(spares.alive(), 0);
     }
 
-    /// Spares that end after a zero keep-alive give their slots back at
-    /// once and are joined by the next start: a thousand starts at a cap
-    /// of one never find the slot taken.
+    /// An idle spare takes the next job: a thousand jobs at a cap of one
+    /// all run on the one spare thread, started once; the cap refuses a
+    /// second while it runs one.
     #[test]
-    fn ended_spares_are_joined_and_their_slots_reused() {
-        let spares = Spares::new(1, Duration::ZERO);
-        let ran = std::sync::Arc::new(AtomicUsize::new(0));
+    fn an_idle_spare_takes_the_next_job() {
+        let spares = Spares::new(1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut started = 0;
         for _ in 0..1000 {
-            let ran = std::sync::Arc::clone(&ran);
             let (tx, rx) = mpsc::channel();
             loop {
-                let (ran, tx) = (std::sync::Arc::clone(&ran), tx.clone());
+                let (ran, tx) = (Arc::clone(&ran), tx.clone());
                 match spares.run(Box::new(move |spare| {
                     assert_eq!(spare.slot(), 0);
                     ran.fetch_add(1, Ordering::SeqCst);
-                    tx.send(()).unwrap();
+                    tx.send(std::thread::current().id()).unwrap();
                 })) {
-                    Ok(_) => break,
-                    // The only spare is still running its last job.
+                    Ok(new) => {
+                        started += usize::from(new);
+                        break;
+                    }
+                    // The only spare still runs its last job.
                     Err(NotStarted::AtCap) => std::thread::yield_now(),
                     Err(NotStarted::Refused(e)) => panic!("the system refused a thread: {e}"),
                 }
             }
             rx.recv().unwrap();
         }
+        assert_eq!(started, 1, "a spare was started again");
+        assert_eq!(spares.alive(), 1);
         spares.shutdown();
         assert_eq!(ran.load(Ordering::SeqCst), 1000);
-        assert!(lock(&spares.state).handles.iter().all(Option::is_none));
-        assert!(lock(&spares.state).ended.is_empty());
+        assert!(lock(&spares.state).handles.is_empty());
     }
 }
