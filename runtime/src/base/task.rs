@@ -18,7 +18,7 @@ pub(crate) type ResumeFn = unsafe extern "C" fn(*mut c_void);
 /// three words (the origin in a word of its own), every `Option<Task>`
 /// returned went through the stack, written as words by the callee and
 /// read back by the caller as a 16-byte and an 8-byte load, a store
-/// forwarding that fails: `perf annotate` put 75% of `WaiterBatch::next`'s
+/// forwarding that fails: `perf annotate` put 75% of `Batch::next`'s
 /// samples, and 30-40% of `push_from_waiter`'s and `take_for_waiter`'s, on
 /// the instructions after those loads (fine-grained loop, waiters on).
 pub(crate) struct Task {

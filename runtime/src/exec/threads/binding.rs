@@ -171,7 +171,7 @@ thread_local! {
 /// Calls `f` with this thread's binder; does nothing while the thread's
 /// thread-locals are torn down. Inlined into its callers, which are fresh
 /// activations (the ABI's functions, and a waiter's take of its next task,
-/// `WaiterBatch::next`): a task on a task stack may move to another thread
+/// `Batch::next`): a task on a task stack may move to another thread
 /// between two of them, and each must find the thread it runs on
 /// (fibers.rs, "Thread-locals").
 #[inline(always)]

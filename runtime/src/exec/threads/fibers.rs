@@ -1,10 +1,14 @@
-//! Fibers: a drainer's loop runs on a task stack ([`super::stacks`]), and a
+//! Fibers: the run loop ([`run_batch`]) of a drainer, or of a thread that
+//! waits outside the pool, runs on a task stack ([`super::stacks`]), and a
 //! task that blocks in an `Await*` switches out with that stack, so its
 //! thread goes on with its loop on a fresh one (README.md beside this file,
 //! "Tasks on stacks of their own").
 //!
-//! - A drainer resumes a fiber running its drain loop ([`drive`]). A task
-//!   that never blocks costs no switch at all.
+//! - A drainer, or a waiter, resumes its fiber ([`RunFiber`]) with what
+//!   picks its next task ([`Picker`]: the drainer's, `drain_loop.rs`; the
+//!   waiter's [`Batch`]). The fiber runs the tasks it picks until it picks
+//!   none, then yields and waits to be resumed with the next. A task that
+//!   never blocks costs no switch at all.
 //! - A task that blocks registers a [`SwitchedOut`] node as a waiter of the
 //!   awaited object and suspends its fiber, yielding the node. The drainer,
 //!   back on its own stack, stores the fiber in the node and marks it
@@ -14,8 +18,8 @@
 //!   if the fiber is still switching out, the drainer parking it finds the
 //!   node fired and resumes the fiber at once instead (the hand-off).
 //! - The resumed task may finish on another thread. When it returns, its
-//!   fiber's drain loop ends ([`LoopEnd::SwitchedOut`]) and the stack goes
-//!   back to the pool of the thread that resumed it.
+//!   fiber ends and the stack goes back to the pool of the thread that
+//!   resumed it.
 //!
 //! Thread-locals: a frame on a fiber's stack may run on another thread
 //! after a switch, and LLVM may keep a thread-local's address across a call
@@ -26,6 +30,7 @@
 //! `runtime/tests/migration.rs` fails when they are inlined).
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -42,22 +47,13 @@ use crate::probe::observe;
 use crate::sync::tls;
 use crate::sync::Ordering;
 
-/// How a drain loop ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LoopEnd {
-    /// Nothing to do (or no permit to go on): the drainer leaves.
-    Left,
-    /// The fiber's task switched out and has now returned, possibly on
-    /// another thread: the fiber ends, its drainer went on long ago.
-    SwitchedOut,
-}
-
-/// A drain loop, or a waiter's tasks, on a task stack: yields the node of a
-/// task that switched out (a waiter's fiber also yields null when its batch
-/// gave no more tasks), returns how its loop ended. Resumed with the batch
-/// to run (a waiter's fiber) or `None`.
+/// The run loop on a task stack: resumed with a batch to run (or `None`: it
+/// ends), yields the node of a task that switched out, or null when the
+/// batch gave no more tasks; returns when given `None`, or when a task that
+/// switched out has returned (possibly on another thread: the fiber ends,
+/// its thread went on long ago).
 pub(super) struct Fiber {
-    coroutine: Coroutine<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut, LoopEnd, TaskStack>,
+    coroutine: Coroutine<Given, *const SwitchedOut, (), TaskStack>,
     /// ThreadSanitizer's record of the fiber (nothing in other builds).
     tsan: tsan::Fiber,
 }
@@ -128,14 +124,14 @@ mod tsan {
 /// What the code on a fiber reaches through this thread's fiber slot. Lives
 /// on the fiber's own stack, so a pointer to it stays right on any thread.
 pub(super) struct FiberContext {
-    yielder: *const Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>,
+    yielder: *const Yielder<Given, *const SwitchedOut>,
     /// The scheduler whose tasks run on this fiber.
     scheduler: SchedulerRef,
     /// The lowest address of the fiber's stack (its guard's), and the
     /// stack's usable size: what the overflow handler reads.
     limit: usize,
     size: usize,
-    /// The task running on this fiber switched out: the fiber's drain loop
+    /// The task running on this fiber switched out: the fiber's run loop
     /// ends when that task returns.
     switched_out: Cell<bool>,
 }
@@ -186,43 +182,20 @@ fn set_current(context: *const FiberContext) {
     tls::with(|slots| slots.fiber.set(context.cast()));
 }
 
-/// A fiber running `scheduler`'s drain loop on a stack of the pool; `None`
-/// when no stack can be had.
-pub(super) fn new_fiber(scheduler: &Scheduler) -> Option<Fiber> {
-    let size = scheduler.config().task_stack_size;
-    let stack = stacks::take(size)?;
-    let limit = stack.limit().get();
-    let scheduler = scheduler.as_ref();
-    let coroutine = Coroutine::with_stack(
-        stack,
-        move |yielder: &Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>, _| {
-            let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
-            set_current(&context);
-            // SAFETY: the scheduler outlives its drainers' fibers: a fiber
-            // lives while its drainer runs, or while its task is switched out,
-            // which keeps the scheduler from being idle (`Scheduler::is_idle`).
-            unsafe { scheduler.get() }.drain_loop(Some(&context))
-        },
-    );
-    Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
-}
-
-/// Runs `fiber` on this thread until its drain loop ends (`Some`) or its
-/// task switches out and the fiber is parked (`None`); a node fired while
-/// the fiber was switching out resumes it here at once.
-pub(super) fn drive(mut fiber: Fiber) -> Option<LoopEnd> {
+/// Resumes `fiber`, whose task switched out and whose object completed, on
+/// this thread until the task returns (the fiber ends) or switches out
+/// again (the fiber is parked); a node fired while the fiber was switching
+/// out resumes it here at once.
+fn drive(mut fiber: Fiber) {
     loop {
         let outer = current_raw();
         let result = fiber.tsan.run(|| fiber.coroutine.resume(None));
         set_current(outer);
         match result {
-            CoroutineResult::Return(end) => {
-                stacks::give_back(fiber.coroutine.into_stack());
-                return Some(end);
-            }
-            // A waiter's fiber yields null only on the waiter's thread,
-            // between two of its tasks; a fiber driven here runs a drain
-            // loop or a task that switched out, which ends it.
+            CoroutineResult::Return(()) => return stacks::give_back(fiber.coroutine.into_stack()),
+            // A fiber yields null only between two batches, on the thread
+            // that runs them; one driven here runs a task that switched
+            // out, and ends when it returns.
             CoroutineResult::Yield(node) if node.is_null() => {
                 unreachable!("a driven fiber yielded without a task switched out")
             }
@@ -230,7 +203,7 @@ pub(super) fn drive(mut fiber: Fiber) -> Option<LoopEnd> {
             // switched out, which lives on the fiber's stack until the
             // fiber is resumed.
             CoroutineResult::Yield(node) => match unsafe { SwitchedOut::park(node, fiber) } {
-                Ok(()) => return None,
+                Ok(()) => return,
                 Err(fired) => fiber = fired,
             },
         }
@@ -308,10 +281,7 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
     // SAFETY: the scheduler lives while a task is switched out; this
     // drainer keeps it from being idle from here on.
     unsafe { scheduler.get() }.switched_in();
-    match drive(fiber) {
-        None | Some(LoopEnd::SwitchedOut) => {}
-        Some(LoopEnd::Left) => unreachable!("a resumed fiber's loop ends when its task returns"),
-    }
+    drive(fiber);
 }
 
 /// A blocking wait on a fiber: registers the task as `completion`'s waiter
@@ -393,77 +363,118 @@ impl Scheduler {
     }
 }
 
-/// The tasks a waiter's fiber runs in one resume: those `next` gives, until
-/// it gives none. Lives on the waiter's stack while the fiber runs it; a
-/// fiber whose task switched out never touches it again.
-pub(super) struct WaiterBatch<'a> {
-    next: &'a dyn Fn() -> Option<Task>,
+/// What a run loop ([`run_batch`]) takes its tasks from: a drainer's picker
+/// (`drain_loop.rs`), or a waiter's [`Batch`]. `'static`: a fiber is
+/// resumed with a type-erased pointer to it, which its body casts back.
+pub(super) trait Picker: 'static {
+    /// The next task, and through `route` by which route it came (for the
+    /// trace and the counters: a task alone is two words, which an
+    /// `Option<Task>` returns in two registers, `base/task.rs`); `None`:
+    /// none, the run loop returns.
+    fn next(&self, route: &mut Route) -> Option<Task>;
+}
+
+/// A fiber's input: the picker to run, type-erased, or `None`: the fiber
+/// ends.
+type Given = Option<NonNull<()>>;
+
+/// The tasks a waiter's fiber runs in one resume (`waiter.rs`): those
+/// `next` gives, until it gives none. Lives on the waiter's stack while its
+/// fiber runs it; a fiber whose task switched out never touches it again.
+pub(super) struct Batch<'a> {
+    next: &'a dyn Fn(&mut Route) -> Option<Task>,
     ran: Cell<usize>,
 }
 
-impl<'a> WaiterBatch<'a> {
-    pub(super) fn new(next: &'a dyn Fn() -> Option<Task>) -> WaiterBatch<'a> {
-        WaiterBatch { next, ran: Cell::new(0) }
+impl<'a> Batch<'a> {
+    pub(super) fn new(next: &'a dyn Fn(&mut Route) -> Option<Task>) -> Batch<'a> {
+        Batch { next, ran: Cell::new(0) }
     }
 
     /// How many tasks the batch gave (each ran, or runs switched out).
     pub(super) fn ran(&self) -> usize {
         self.ran.get()
     }
+}
 
-    /// The next task, counted.
-    #[inline(never)]
-    fn next(&self) -> Option<Task> {
-        let task = (self.next)()?;
+impl Picker for Batch<'static> {
+    fn next(&self, route: &mut Route) -> Option<Task> {
+        let task = (self.next)(route)?;
         self.ran.set(self.ran.get() + 1);
         Some(task)
     }
 }
 
-/// The fiber of a thread that waits in an `Await*` outside the pool and
-/// runs queued tasks meanwhile (`waiter.rs`): one resume runs a batch of
-/// tasks, each on the fiber's stack, with no switch between two of them.
-/// Kept from one wait to the next in the thread's entry (`outside.rs`).
-pub(super) struct WaiterFiber {
-    fiber: Option<Fiber>,
+/// A waiter's fiber, kept from one wait to the next in its entry
+/// (`outside.rs`).
+pub(super) type WaiterFiber = RunFiber<Batch<'static>>;
+
+/// The run loop: runs the tasks `picker` picks until it picks none (true),
+/// or until the task it ran on the fiber of `context` switched out and
+/// returned (false; this frame may be on another thread then, and touches
+/// nothing of the thread's, nor the picker). Without a fiber (task stacks
+/// off, or none to be had), on this thread's stack.
+#[inline(always)]
+pub(super) fn run_batch<P: Picker>(context: Option<&FiberContext>, picker: &P) -> bool {
+    let mut route = Route::Queued;
+    while let Some(task) = picker.next(&mut route) {
+        fuzz::before_task();
+        observe::run_task(task, route);
+        if context.is_some_and(FiberContext::switched_out) {
+            return false;
+        }
+    }
+    true
 }
 
-impl WaiterFiber {
-    pub(super) fn new() -> WaiterFiber {
-        WaiterFiber { fiber: None }
+/// The fiber a thread runs its picker on (a waiter's, kept from one wait
+/// to the next; a drainer's, for one drain): one resume runs what the
+/// picker picks, each task on the fiber's stack, with no switch between
+/// two of them.
+pub(super) struct RunFiber<P: Picker> {
+    fiber: Option<Fiber>,
+    picker: PhantomData<fn(&P)>,
+}
+
+impl<P: Picker> RunFiber<P> {
+    pub(super) fn new() -> RunFiber<P> {
+        RunFiber { fiber: None, picker: PhantomData }
     }
 
-    /// True when the next batch needs a new fiber (the thread's first, or
+    /// True when the next run needs a new fiber (the thread's first, or
     /// one after a task took the last with it).
     pub(super) fn needs_fiber(&self) -> bool {
         self.fiber.is_none()
     }
 
-    /// Makes sure a fiber is ready for the next batch; false when no stack
-    /// can be had (the waiter then runs no task).
+    /// Makes sure a fiber is ready for the next run; false when no stack
+    /// can be had.
     pub(super) fn ready(&mut self, scheduler: &Scheduler) -> bool {
         if self.fiber.is_none() {
-            self.fiber = new_waiter_fiber(scheduler);
+            self.fiber = new_fiber::<P>(scheduler);
         }
         self.fiber.is_some()
     }
 
-    /// Runs `batch` on the fiber made [`WaiterFiber::ready`]: true when the
-    /// batch gave no more tasks (the fiber waits for the next batch), false
-    /// when a task took the fiber with it (it switched out, and its fiber
-    /// is parked in the awaited object) and the batch goes on on a fresh
-    /// fiber.
-    pub(super) fn run(&mut self, batch: &WaiterBatch<'_>) -> bool {
-        let mut fiber = self.fiber.take().expect("a waiter's fiber is made ready before its batch");
-        // The fiber reaches the batch only during this resume (see
-        // `WaiterBatch`): the lifetime is the caller's.
-        let mut input = Some(NonNull::from(batch).cast::<WaiterBatch<'static>>());
+    /// Runs `picker` on the fiber made [`RunFiber::ready`]: true when it
+    /// picked no more tasks (the fiber waits for the next run), false when
+    /// a task took the fiber with it (it switched out, and its fiber is
+    /// parked in the awaited object) and the run goes on on a fresh fiber.
+    pub(super) fn run(&mut self, picker: &P) -> bool {
+        self.resume_with(NonNull::from(picker).cast())
+    }
+
+    fn resume_with(&mut self, picker: NonNull<()>) -> bool {
+        let mut fiber = self.fiber.take().expect("a fiber is made ready before it runs");
+        // The fiber reaches the picker only during this resume (see
+        // `run_batch`).
+        let mut input = Some(picker);
         loop {
             let outer = current_raw();
             let result = fiber.tsan.run(|| fiber.coroutine.resume(input.take()));
             set_current(outer);
             match result {
-                // The batch ran out: the fiber waits for the next one.
+                // The picker ran out: the fiber waits for the next run.
                 CoroutineResult::Yield(node) if node.is_null() => {
                     self.fiber = Some(fiber);
                     return true;
@@ -478,7 +489,7 @@ impl WaiterFiber {
                 },
                 // A task that switched out and was taken up again here
                 // returned: its fiber ended.
-                CoroutineResult::Return(_) => {
+                CoroutineResult::Return(()) => {
                     stacks::give_back(fiber.coroutine.into_stack());
                     return false;
                 }
@@ -487,7 +498,15 @@ impl WaiterFiber {
     }
 }
 
-impl Drop for WaiterFiber {
+impl WaiterFiber {
+    /// [`RunFiber::run`] with a waiter's batch, which borrows from the
+    /// waiter's stack for no longer than the run.
+    pub(super) fn run_batch(&mut self, batch: &Batch<'_>) -> bool {
+        self.resume_with(NonNull::from(batch).cast())
+    }
+}
+
+impl<P: Picker> Drop for RunFiber<P> {
     /// Ends the fiber's loop (it waits for a batch, at its yield) and gives
     /// its stack back to this thread's pool.
     fn drop(&mut self) {
@@ -496,49 +515,45 @@ impl Drop for WaiterFiber {
             let result = fiber.tsan.run(|| fiber.coroutine.resume(None));
             set_current(outer);
             match result {
-                CoroutineResult::Return(_) => stacks::give_back(fiber.coroutine.into_stack()),
+                CoroutineResult::Return(()) => stacks::give_back(fiber.coroutine.into_stack()),
                 CoroutineResult::Yield(_) => {
-                    unreachable!("an idle waiter's fiber ends when given no batch")
+                    unreachable!("an idle fiber ends when given no batch")
                 }
             }
         }
     }
 }
 
-/// A fiber that runs the batches a waiter gives it, one per resume, and
-/// yields null after each; given `None`, it ends. A task that switches out
-/// takes the fiber with it: once that task returns, on whichever thread
-/// resumed it, the fiber ends.
-fn new_waiter_fiber(scheduler: &Scheduler) -> Option<Fiber> {
+/// A fiber on a stack of the pool that runs a picker of type `P` each time
+/// its thread resumes it with one, and yields null after each; given
+/// `None`, it ends. A task that switches out takes the fiber with it: once
+/// that task returns, on whichever thread resumed it, the fiber ends.
+/// `None` when no stack can be had.
+fn new_fiber<P: Picker>(scheduler: &Scheduler) -> Option<Fiber> {
     let size = scheduler.config().task_stack_size;
     let stack = stacks::take(size)?;
     let limit = stack.limit().get();
     let scheduler = scheduler.as_ref();
-    let coroutine = Coroutine::with_stack(
-        stack,
-        move |yielder: &Yielder<Option<NonNull<WaiterBatch<'static>>>, *const SwitchedOut>, first| {
-            let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
-            let mut batch = first;
-            while let Some(given) = batch {
-                // SAFETY: the batch lives on the waiter's stack during this
-                // resume (`WaiterFiber::run`); after a task switched out,
-                // this loop returns without another look at it.
-                let given = unsafe { given.as_ref() };
-                while let Some(task) = given.next() {
-                    set_current(&context);
-                    fuzz::before_task();
-                    observe::run_task(task, Route::Waiter);
-                    if context.switched_out() {
-                        // The task switched out and has returned, maybe on
-                        // another thread: this frame touches nothing of the
-                        // thread's, nor the batch.
-                        return LoopEnd::SwitchedOut;
-                    }
-                }
-                batch = yielder.suspend(std::ptr::null());
+    let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<Given, *const SwitchedOut>, first| {
+        // The scheduler outlives the fibers that run its tasks: a fiber
+        // lives while its thread runs the scheduler's tasks on it, or while
+        // its task is switched out, which keeps the scheduler from being
+        // idle (`Scheduler::is_idle`).
+        let context = FiberContext { yielder, scheduler, limit, size, switched_out: Cell::new(false) };
+        let mut given = first;
+        while let Some(picker) = given {
+            // Each resume came from a thread that set its own context back
+            // after the last (`RunFiber::run`).
+            set_current(&context);
+            // SAFETY: the picker, of type `P` (`RunFiber<P>` made this
+            // fiber), lives on its thread's stack during this resume
+            // (`RunFiber::run`); after a task switched out, the run loop
+            // returns without another look at it.
+            if !run_batch(Some(&context), unsafe { picker.cast::<P>().as_ref() }) {
+                return;
             }
-            LoopEnd::Left
-        },
-    );
+            given = yielder.suspend(std::ptr::null());
+        }
+    });
     Some(Fiber { coroutine, tsan: tsan::Fiber::new() })
 }

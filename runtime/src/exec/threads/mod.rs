@@ -83,12 +83,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_deque::{Injector, Steal, Worker};
+use crossbeam_deque::{Injector, Worker};
 
-use crate::base::task::{Route, Task};
+use crate::base::task::Task;
 use crate::exec::config::{platform_stack_size, Config, WaiterRuns};
 use crate::exec::threads::deques::Deques;
-use crate::exec::threads::patience::SlotPatience;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot};
 use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::pool_bindings::PoolBindings;
@@ -475,49 +474,6 @@ impl Scheduler {
     /// drainer looks for work and a permit is free (`lookout.rs`).
     fn after_looking(&self) {
         self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
-    }
-
-    /// The next task for this thread's drainer: its slot's, its deque's
-    /// newest, the queue's oldest (one task, never a batch: see below), or
-    /// one stolen from another thread's deque (with a batch of that deque's
-    /// into this one).
-    fn next_task(&self, patience: &mut SlotPatience) -> Option<(Task, Route)> {
-        // SAFETY: called by the drain loop, which registered its state.
-        let s = unsafe { drainer_state() };
-        {
-            // SAFETY: this drainer registered its slot first.
-            if let Some(task) = unsafe { &*s.slot.get() }.take_own() {
-                return Some((task, Route::Slot));
-            }
-            let deque = s.deque.borrow();
-            let deque = deque.as_ref().expect("a drainer registers its deque first");
-            if let Some(task) = deque.worker.pop() {
-                return Some((task, Route::Queued));
-            }
-            // One task at a time, the oldest: tasks queued from outside
-            // start in the order they were queued (the ABI's invariant 4).
-            // A batch moved into this LIFO deque would run newest first,
-            // and a task that blocks on an older one still in the deque
-            // could then wait forever at the thread cap.
-            loop {
-                match self.queue.steal() {
-                    Steal::Success(task) => return Some((task, Route::Queued)),
-                    Steal::Empty => break,
-                    Steal::Retry => {}
-                }
-            }
-            if let Some(task) = self.deques.steal(&deque.worker, deque.slot) {
-                return Some((task, Route::Queued));
-            }
-            // Last, a task waiting in another thread's slot, once it has
-            // waited there long enough (see `SlotPatience`). Looked at
-            // every few idle rounds only: each look pulls the cache line
-            // that the slot's owner writes twice a task.
-            if !patience.looks_at_slots() {
-                return None;
-            }
-            self.deques.steal_from_slots(deque.slot, patience).ok().map(|task| (task, Route::Queued))
-        }
     }
 
     /// See [`release_local_tasks`].

@@ -28,10 +28,12 @@ use crossbeam_deque::Steal;
 
 use std::cell::{Cell, RefCell};
 
-use crate::base::task::Task;
+use crate::base::task::{Route, Task};
 use crate::exec::config::WaiterRuns;
 use crate::exec::threads::patience::SlotPatience;
-use crate::exec::threads::fibers::WaiterBatch;
+use crate::exec::threads::fibers::Batch;
+#[cfg(doc)]
+use crate::exec::threads::fibers::WaiterFiber;
 use crate::exec::threads::{binding, overflow, Scheduler};
 use crate::object::completion::Completion;
 use crate::sync::Ordering;
@@ -96,7 +98,8 @@ impl Scheduler {
             let env = self.pool_env.enter();
             let patience = RefCell::new(&mut *patience);
             let misses = Cell::new(0);
-            let next = || {
+            let next = |route: &mut Route| {
+                *route = Route::Waiter;
                 if done() {
                     None
                 } else if any {
@@ -111,10 +114,10 @@ impl Scheduler {
                     })
                 }
             };
-            let batch = WaiterBatch::new(&next);
+            let batch = Batch::new(&next);
             // A task that switches out takes the fiber with it; the batch
             // goes on on a fresh one.
-            while !fiber.run(&batch) && !done() && fiber.ready(self) {}
+            while !fiber.run_batch(&batch) && !done() && fiber.ready(self) {}
             drop(env);
             batch.ran()
         })
