@@ -209,11 +209,6 @@ impl Config {
             waiters_run: WaiterRuns::Producers,
         }
     }
-
-    /// Spare threads at most: the cap less the workers.
-    pub(super) fn max_spares(&self) -> usize {
-        self.max_threads - self.workers
-    }
 }
 
 /// The waiters' policy from `text`: `0`, `off` or `false` run nothing; `1`,

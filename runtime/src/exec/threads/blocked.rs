@@ -35,11 +35,11 @@ impl<'a> Blocked<'a> {
         let s = self.scheduler;
         s.retry_refused_start();
         let snapshot = s.drainers.snapshot();
-        // Read from the spares, not kept in a flag: a flag set by the
+        // Read from the word, not kept in a flag: a flag set by the
         // thread whose start failed could be cleared afterwards by the
         // thread that had started the last spare, and the stuck pool went
         // unreported (seen once in CI).
-        let stuck = s.spares.at_cap()
+        let stuck = s.drainers.at_cap()
             && snapshot.blocked() >= snapshot.drainers()
             && !s.queue.is_empty();
         if stuck && self.stuck_before && !s.stuck_reported.swap(true, Ordering::Relaxed) {

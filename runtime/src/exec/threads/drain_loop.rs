@@ -14,8 +14,6 @@ use crate::base::task::{Route, Task};
 use crate::exec::threads::fibers::{self, Picker, RunFiber};
 use crate::exec::threads::overflow;
 use crate::exec::threads::patience::SlotPatience;
-use crate::exec::threads::drainers::DrainerKind;
-use crate::exec::threads::spares::SpareThread;
 use crate::exec::threads::{drainer_state, with_state, Scheduler, SchedulerRef, IDLE_SPINS, IDLE_YIELDS, SLOT_WAIT_NAP};
 use crate::probe::fuzz;
 use crate::sync::backoff::Backoff;
@@ -60,9 +58,10 @@ struct DrainState {
 impl Scheduler {
     /// Takes tasks (see [`Scheduler::next_task`]) and runs them until there
     /// are none, holding a permit (taken by whoever started this drainer):
-    /// a pool job, or the job of the spare thread `spare`.
-    pub(super) fn run_drainer(&self, spare: Option<&SpareThread>) {
-        self.ensure_deque(spare);
+    /// on a pool thread (`slot` `None`), or on a spare thread, whose
+    /// registry slot `slot` is.
+    pub(super) fn run_drainer(&self, slot: Option<usize>) {
+        self.ensure_deque(slot);
         with_state(|s| {
             tls::with(|slots| slots.draining.set((self as *const Scheduler).cast()));
             s.holds_permit.set(true);
@@ -86,13 +85,7 @@ impl Scheduler {
             tls::with(|slots| slots.draining.set(std::ptr::null()));
             s.holds_permit.replace(false)
         });
-        let after = match spare {
-            None => self.drainers.leave(DrainerKind::PoolJob, holds_permit),
-            // The spare can take a job again before it stops counting as
-            // a drainer: a start refused at the cap meanwhile strands
-            // nothing (`spares.rs`).
-            Some(spare) => spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, holds_permit)),
-        };
+        let after = self.drainers.leave(holds_permit);
         fuzz::at_transition();
         self.after_leave(after);
     }

@@ -1,22 +1,29 @@
-//! Who runs the queue: one atomic word that counts the threads draining the
-//! scheduler's queue, the run permits they hold, and the threads blocked in
-//! an `Await*` inside a task. `README.md` beside this file describes the protocol
-//! built on it; `mod.rs` follows it, and the loom models in
-//! `loom_drainers.rs` check it.
+//! Who runs the queue: one atomic word that counts the run permits, the
+//! drainer jobs, the runtime threads and the threads blocked in an
+//! `Await*` inside a task. `README.md` beside this file describes the
+//! protocol built on it; `mod.rs` follows it, and the loom models in
+//! `loom_drainers.rs` and `loom_spares.rs` check it.
 //!
 //! ```text
-//!   bits  0..16  permits    drainers allowed to take tasks now (<= workers)
-//!   bits 16..32  pool jobs  drainer starts owed to or taken by a pool thread
-//!                           (`pool_starts.rs`), not ended
-//!   bits 32..48  spares     spare threads draining (pool jobs' stand-ins)
-//!   bits 48..64  blocked    runtime threads blocked in an Await*
+//!   bits  0..16  permits  drainers allowed to take tasks now (<= workers)
+//!   bits 16..32  jobs     drainer jobs owed to a thread (`pool_starts.rs`)
+//!                         or running, not ended (<= threads)
+//!   bits 32..48  threads  runtime threads: the pool's, and the spares
+//!                         started since (`spares.rs`), which live until
+//!                         the pool closes (<= the cap)
+//!   bits 48..63  blocked  runtime threads blocked in an Await* (<= jobs)
+//!   bit  63      refused  the system refused a spare since a blocked
+//!                         thread last looked (`Drainers::retry_refused`)
 //! ```
 //!
-//! A drainer is a pool job or a spare thread running the drain loop. It
-//! holds a permit while it takes tasks; the number of permits is the
-//! parallelism (`workers`). A drainer that blocks inside a task gives its
-//! permit back, so another drainer can start in its place; when its task
-//! returns it needs a permit again to go on, or it leaves.
+//! A drainer is a job that a runtime thread runs: the drain loop. It holds
+//! a permit while it takes tasks; the number of permits is the parallelism
+//! (`workers`). Threads are interchangeable: any thread that waits for a
+//! job takes the next one owed, and a start needs a new thread (a spare)
+//! only when every thread is in a job, some of them blocked. A drainer that
+//! blocks inside a task gives its permit back, so another drainer can
+//! start in its place; when its task returns it needs a permit again to go
+//! on, or it leaves.
 //!
 //! Every transition is one read-modify-write of the word, `SeqCst`, so the
 //! producer's check after a push (a `SeqCst` fence, then a load) and the
@@ -24,32 +31,17 @@
 //! both miss each other: see "no lost wake-up" in README.md beside this file.
 
 use crate::sync::mutation;
-use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 const FIELD_BITS: u32 = 16;
 const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
 const PERMIT: u64 = 1;
-const POOL_JOB: u64 = 1 << FIELD_BITS;
-const SPARE: u64 = 1 << (2 * FIELD_BITS);
+const JOB: u64 = 1 << FIELD_BITS;
+const THREAD: u64 = 1 << (2 * FIELD_BITS);
 const BLOCKED: u64 = 1 << (3 * FIELD_BITS);
-
-/// The two kinds of drainers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum DrainerKind {
-    /// A job on the rayon pool (the usual executor).
-    PoolJob,
-    /// A spare thread, started when every pool thread is taken.
-    Spare,
-}
-
-impl DrainerKind {
-    fn unit(self) -> u64 {
-        match self {
-            DrainerKind::PoolJob => POOL_JOB,
-            DrainerKind::Spare => SPARE,
-        }
-    }
-}
+/// The top bit: the blocked field never reaches it (blocked <= threads <=
+/// the cap, below 2^15: `config::HARD_MAX_THREADS`).
+const REFUSED: u64 = 1 << 63;
 
 /// A copy of the word, with named fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,23 +49,21 @@ pub(super) struct Snapshot(u64);
 
 impl Snapshot {
     fn field(self, unit: u64) -> usize {
-        ((self.0 / unit) & FIELD_MASK) as usize
+        ((self.0 & !REFUSED) / unit & FIELD_MASK) as usize
     }
     pub(super) fn permits(self) -> usize {
         self.field(PERMIT)
     }
-    pub(super) fn pool_jobs(self) -> usize {
-        self.field(POOL_JOB)
-    }
-    pub(crate) fn spares(self) -> usize {
-        self.field(SPARE)
+    pub(crate) fn threads(self) -> usize {
+        self.field(THREAD)
     }
     pub(crate) fn blocked(self) -> usize {
         self.field(BLOCKED)
     }
-    /// Drainers alive: while any is, the scheduler is not idle.
+    /// Drainers alive (owed to a thread or running): while any is, the
+    /// scheduler is not idle.
     pub(crate) fn drainers(self) -> usize {
-        self.pool_jobs() + self.spares()
+        self.field(JOB)
     }
 }
 
@@ -93,29 +83,34 @@ pub(super) enum AfterLeave {
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Start {
-    /// Every permit is taken: the drainers running will get to the task.
+    /// Every permit is taken (the drainers running will get to the task),
+    /// or every thread is in a job and the cap allows no other.
     NotNeeded,
-    /// A permit was taken for a new drain job: spawn it on the pool.
-    PoolJob,
-    /// A permit was taken for a spare thread: every pool thread is busy
-    /// (some are blocked). Start a spare, or call [`Drainers::spare_failed`]
-    /// (at the cap) or [`Drainers::spare_refused`] (refused by the system).
-    Spare,
+    /// A permit and a job were taken, and a thread is free for the job:
+    /// owe it to the threads that wait for one.
+    Wake,
+    /// A permit, a job and a new thread were taken: every thread is in a
+    /// job (some are blocked). Start a spare thread, then owe it the job;
+    /// or call [`Drainers::spawn_refused`] (refused by the system) or
+    /// [`Drainers::spawn_failed`] (the pool closed).
+    Spawn,
 }
 
 pub(super) struct Drainers {
     word: AtomicU64,
     /// The number of permits: the pool's threads.
     workers: u64,
-    /// The system refused a spare since a blocked thread last looked
-    /// ([`Drainers::retry_refused`]): the start must be tried again.
-    refused: AtomicBool,
+    /// Runtime threads at most (`MLIR_ASYNC_RUNTIME_MAX_THREADS`).
+    max_threads: u64,
 }
 
 impl Drainers {
-    pub(crate) fn new(workers: usize) -> Drainers {
-        assert!((1..FIELD_MASK as usize).contains(&workers), "worker count out of range");
-        Drainers { word: AtomicU64::new(0), workers: workers as u64, refused: AtomicBool::new(false) }
+    /// `workers` permits, as many threads to begin with (the pool's), at
+    /// most `max_threads` threads.
+    pub(crate) fn new(workers: usize, max_threads: usize) -> Drainers {
+        assert!((1..FIELD_MASK as usize / 2).contains(&max_threads), "thread cap out of range");
+        assert!((1..=max_threads).contains(&workers), "worker count out of range");
+        Drainers { word: AtomicU64::new(workers as u64 * THREAD), workers: workers as u64, max_threads: max_threads as u64 }
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -125,6 +120,11 @@ impl Drainers {
     /// True when a permit is free, so a push should start a drainer.
     pub(super) fn permit_free(&self) -> bool {
         (self.snapshot().permits() as u64) < self.workers
+    }
+
+    /// True when every thread the cap allows is alive.
+    pub(super) fn at_cap(&self) -> bool {
+        self.snapshot().threads() as u64 >= self.max_threads
     }
 
     /// Called right after a task was pushed onto the queue: starts a
@@ -169,54 +169,58 @@ impl Drainers {
         }
     }
 
-    /// Takes a permit for a new drainer if one is free: on the pool while
-    /// one of its threads is not in a drain job, otherwise a spare.
+    /// Takes a permit and a job for a new drainer if a permit is free: on a
+    /// thread that is in no job, else on a new one if the cap allows.
     pub(super) fn try_start(&self) -> Start {
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
         // two sees the other" arguments rely on one total order of the
         // word's updates and the fences of `after_push`/`after_leave`.
         let _ = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
+            // (Set at every try: a compare-and-swap that failed may have
+            // set it, and this one may decline.)
+            start = Start::NotNeeded;
             let s = Snapshot(current);
-            if s.permits() as u64 >= self.workers {
-                start = Start::NotNeeded;
-                return None;
-            }
             let add;
-            (add, start) = if (s.pool_jobs() as u64) < self.workers {
-                (PERMIT + POOL_JOB, Start::PoolJob)
+            (add, start) = if s.permits() as u64 >= self.workers {
+                return None;
+            } else if s.drainers() < s.threads() {
+                (PERMIT + JOB, Start::Wake)
+            } else if (s.threads() as u64) < self.max_threads {
+                (PERMIT + JOB + THREAD, Start::Spawn)
             } else {
-                (PERMIT + SPARE, Start::Spare)
+                // At the cap every thread is in a job, and some are
+                // blocked: the queued tasks wait until one of them goes on
+                // and takes a permit back (its drain loop reacquires one).
+                return None;
             };
             Some(current + add)
         });
         start
     }
 
-    /// Undoes a [`Start::Spare`] whose thread could not be started (the
-    /// thread cap): the permit and the spare go back. The queued tasks wait
-    /// for a blocked thread to go on and take a permit back.
-    pub(super) fn spare_failed(&self) -> Snapshot {
-        self.update(|w| w - PERMIT - SPARE)
+    /// Undoes a [`Start::Spawn`] whose thread was not started because the
+    /// pool closed.
+    pub(super) fn spawn_failed(&self) -> Snapshot {
+        self.update(|w| w - PERMIT - JOB - THREAD)
     }
 
-    /// Undoes a [`Start::Spare`] whose thread the system refused below the
+    /// Undoes a [`Start::Spawn`] whose thread the system refused below the
     /// cap, and leaves the start to be tried again by the next blocked
     /// thread that wakes ([`Drainers::retry_refused`]): a blocked thread
     /// may never go on before the task it waits for runs, so waiting for
     /// one, as at the cap, could strand the queue for good.
-    pub(super) fn spare_refused(&self) -> Snapshot {
+    pub(super) fn spawn_refused(&self) -> Snapshot {
         if mutation::RETRY_BEFORE_PERMIT {
-            self.refused.store(true, Ordering::SeqCst);
-            return self.spare_failed();
+            let _ = self.update(|w| w | REFUSED);
+            return self.spawn_failed();
         }
-        let after = self.spare_failed();
-        // SeqCst, and after the permit went back: a retry that takes the
-        // flag down also sees the permit free (`retry_refused`). Raised
+        // After the permit went back, in its own update: a retry that takes
+        // the flag down also sees the permit free (`retry_refused`). Raised
         // before (mutation 6), a retry in between finds every permit
         // taken, takes the flag down, and nothing tries again.
-        self.refused.store(true, Ordering::SeqCst);
-        after
+        let _ = self.spawn_failed();
+        self.update(|w| w | REFUSED)
     }
 
     /// Called by a thread blocked in a task each time it wakes to look
@@ -224,15 +228,18 @@ impl Drainers {
     /// since, looks at the queue as a leaving drainer does, and says which
     /// drainer to start. A start refused again raises the flag again.
     pub(super) fn retry_refused(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
-        // SeqCst: see `spare_refused`. A load first, so that the blocked
-        // threads' looks leave the cache line (the word's) shared while
-        // nothing was refused. Then a compare-and-swap, not a swap: the
-        // same here, but loom mis-models a `swap` that races a store (the
-        // swap reads the old value and a later load still misses the store:
-        // tokio-rs/loom#254), and the model of this retry would fail for it.
-        if !self.refused.load(Ordering::SeqCst)
-            || self.refused.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_err()
-        {
+        // A load first, so that the blocked threads' looks leave the word's
+        // line shared while nothing was refused; then the flag down in one
+        // update of the word (SeqCst: see `try_start`).
+        if self.word.load(Ordering::SeqCst) & REFUSED == 0 {
+            return AfterLeave::Nothing;
+        }
+        let mut took = false;
+        let _ = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+            took = w & REFUSED != 0;
+            took.then_some(w & !REFUSED)
+        });
+        if !took {
             return AfterLeave::Nothing;
         }
         self.after_leave(self.snapshot(), queue_is_empty)
@@ -248,11 +255,11 @@ impl Drainers {
         taken.is_ok()
     }
 
-    /// A drainer of `kind` leaves, giving back its permit if it holds one.
-    /// Returns the word after the change.
-    pub(crate) fn leave(&self, kind: DrainerKind, holds_permit: bool) -> Snapshot {
+    /// A drainer leaves, giving back its permit if it holds one: its thread
+    /// waits for the next job. Returns the word after the change.
+    pub(crate) fn leave(&self, holds_permit: bool) -> Snapshot {
         let permit = if holds_permit { PERMIT } else { 0 };
-        self.update(|w| w - permit - kind.unit())
+        self.update(|w| w - permit - JOB)
     }
 
     /// A runtime thread blocks inside a task: it gives back its permit (if
@@ -280,44 +287,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn starts_pool_jobs_up_to_the_workers_then_nothing() {
-        let d = Drainers::new(2);
-        assert_eq!(d.try_start(), Start::PoolJob);
-        assert_eq!(d.try_start(), Start::PoolJob);
+    fn wakes_the_pool_up_to_the_workers_then_nothing() {
+        let d = Drainers::new(2, 4);
+        assert_eq!(d.try_start(), Start::Wake);
+        assert_eq!(d.try_start(), Start::Wake);
         assert_eq!(d.try_start(), Start::NotNeeded);
         let s = d.snapshot();
-        assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (2, 2, 0, 0));
+        assert_eq!((s.permits(), s.drainers(), s.threads(), s.blocked()), (2, 2, 2, 0));
     }
 
     #[test]
-    fn a_blocked_pool_thread_is_replaced_by_a_spare() {
-        let d = Drainers::new(1);
-        assert_eq!(d.try_start(), Start::PoolJob);
+    fn a_blocked_pool_thread_is_replaced_by_a_spare_that_stays() {
+        let d = Drainers::new(1, 4);
+        assert_eq!(d.try_start(), Start::Wake);
         let s = d.block(true);
-        assert_eq!((s.permits(), s.pool_jobs(), s.blocked()), (0, 1, 1));
-        assert_eq!(d.try_start(), Start::Spare);
+        assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 1, 1));
+        assert_eq!(d.try_start(), Start::Spawn);
         let s = d.snapshot();
-        assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.drainers()), (1, 1, 1, 2));
+        assert_eq!((s.permits(), s.drainers(), s.threads()), (1, 2, 2));
         // The blocked thread goes on; its task ends; no permit is free.
         d.unblock();
         assert!(!d.try_reacquire());
-        let s = d.leave(DrainerKind::PoolJob, false);
-        assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (1, 0, 1, 0));
-        // The spare's queue runs dry: it leaves; all is idle.
-        let s = d.leave(DrainerKind::Spare, true);
-        assert_eq!(s.drainers(), 0);
-        assert_eq!(s.permits(), 0);
+        let s = d.leave(false);
+        assert_eq!((s.permits(), s.drainers(), s.blocked()), (1, 1, 0));
+        // The spare's queue runs dry: it leaves; all is idle; both threads
+        // stay, and the next start wakes one of them.
+        let s = d.leave(true);
+        assert_eq!((s.permits(), s.drainers(), s.threads()), (0, 0, 2));
+        assert_eq!(d.try_start(), Start::Wake);
     }
 
     #[test]
-    fn a_spare_that_cannot_start_gives_its_permit_back() {
-        let d = Drainers::new(1);
-        assert_eq!(d.try_start(), Start::PoolJob);
+    fn at_the_cap_nothing_starts_until_a_blocked_thread_goes_on() {
+        let d = Drainers::new(1, 1);
+        assert_eq!(d.try_start(), Start::Wake);
         let _ = d.block(true);
-        assert_eq!(d.try_start(), Start::Spare);
-        let s = d.spare_failed();
-        assert_eq!((s.permits(), s.spares(), s.pool_jobs()), (0, 0, 1));
+        assert!(d.at_cap());
+        assert_eq!(d.try_start(), Start::NotNeeded);
+        assert_eq!(d.snapshot().permits(), 0);
         d.unblock();
         assert!(d.try_reacquire(), "the unblocked thread drains again");
+    }
+
+    #[test]
+    fn a_refused_spawn_gives_everything_back_and_is_retried_once() {
+        let d = Drainers::new(1, 4);
+        assert_eq!(d.try_start(), Start::Wake);
+        let _ = d.block(true);
+        assert_eq!(d.try_start(), Start::Spawn);
+        let s = d.spawn_refused();
+        assert_eq!((s.permits(), s.drainers(), s.threads(), s.blocked()), (0, 1, 1, 1));
+        assert_eq!(d.retry_refused(|| false), AfterLeave::Start(Start::Spawn));
+        assert_eq!(d.retry_refused(|| false), AfterLeave::Nothing, "the flag went down");
     }
 }

@@ -11,13 +11,13 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Snapshot, Start};
+use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
 use crate::sync::Ordering;
 
 /// Everything settled: no permit, drainer or blocked thread is counted
-/// (the word's four fields are all of it).
+/// (the threads stay: a spare lives until the pool closes).
 fn assert_settled(s: Snapshot) {
-    assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (0, 0, 0, 0), "the word is not back to zero");
+    assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0), "the word is not back to zero");
 }
 
 struct Model {
@@ -27,12 +27,12 @@ struct Model {
 
 impl Model {
     fn new(workers: usize) -> Arc<Model> {
-        Arc::new(Model { drainers: Drainers::new(workers), queued: AtomicUsize::new(0) })
+        Arc::new(Model { drainers: Drainers::new(workers, workers + 1), queued: AtomicUsize::new(0) })
     }
     /// One worker, whose pool job already holds the permit.
     fn with_one_drainer() -> Arc<Model> {
         let m = Model::new(1);
-        assert_eq!(m.drainers.try_start(), Start::PoolJob);
+        assert_eq!(m.drainers.try_start(), Start::Wake);
         m
     }
     /// A thread outside the pool that pushes one task.
@@ -54,31 +54,24 @@ impl Model {
     /// A drainer that holds a permit runs the queue dry and leaves
     /// (`Scheduler::run_drainer`); returns how many tasks it ran and
     /// what it left to do.
-    fn drain_and_leave(&self, kind: DrainerKind) -> (usize, AfterLeave) {
+    fn drain_and_leave(&self) -> (usize, AfterLeave) {
         let mut ran = 0;
         while self.pop() {
             ran += 1;
         }
-        let after = self.drainers.leave(kind, true);
+        let after = self.drainers.leave(true);
         (ran, self.drainers.after_leave(after, || self.is_empty()))
     }
 }
 
 /// The drainers to start: the producer's and the leaving side's.
-fn starts(from_producer: Start, from_leaver: AfterLeave) -> Vec<DrainerKind> {
-    let mut starts: Vec<DrainerKind> = kind_of(from_producer).into_iter().collect();
+fn starts(from_producer: Start, from_leaver: AfterLeave) -> Vec<Start> {
+    let mut starts = vec![from_producer];
     if let AfterLeave::Start(start) = from_leaver {
-        starts.extend(kind_of(start));
+        starts.push(start);
     }
+    starts.retain(|s| *s != Start::NotNeeded);
     starts
-}
-
-fn kind_of(start: Start) -> Option<DrainerKind> {
-    match start {
-        Start::NotNeeded => None,
-        Start::PoolJob => Some(DrainerKind::PoolJob),
-        Start::Spare => Some(DrainerKind::Spare),
-    }
 }
 
 /// A push from outside against the only drainer leaving with an empty
@@ -89,11 +82,13 @@ fn push_against_a_leaving_drainer() {
     loom::model(|| {
         let m = Model::with_one_drainer();
         let producer = Model::push_from_another_thread(&m);
-        let (mut ran, after) = m.drain_and_leave(DrainerKind::PoolJob);
+        let (mut ran, after) = m.drain_and_leave();
         let starts = starts(producer.join().unwrap(), after);
         assert!(starts.len() <= 1, "two drainers for one permit: {starts:?}");
-        for kind in starts {
-            ran += m.drain_and_leave(kind).0;
+        // The pool's thread, in no job now, takes it.
+        assert!(starts.iter().all(|s| *s == Start::Wake), "a spare for a free thread: {starts:?}");
+        for _ in starts {
+            ran += m.drain_and_leave().0;
         }
         assert_eq!(ran, 1, "the task ran exactly once");
         assert_settled(m.drainers.snapshot());
@@ -103,7 +98,8 @@ fn push_against_a_leaving_drainer() {
 /// The only pool thread blocks inside its task while another thread
 /// pushes the task that will end the wait: a spare is started for it
 /// (by whichever side comes second), the blocked thread goes on once
-/// the spare ran that task, and the word ends at zero.
+/// the spare ran that task, and the word ends at zero, with the spare
+/// still counted as a thread; the next start wakes a thread.
 #[test]
 fn a_blocked_worker_is_replaced_by_a_spare() {
     loom::model(|| {
@@ -113,10 +109,10 @@ fn a_blocked_worker_is_replaced_by_a_spare() {
         let after = m.drainers.block(true);
         let from_blocker = m.drainers.after_leave(after, || m.is_empty());
         let starts = starts(producer.join().unwrap(), from_blocker);
-        assert_eq!(starts, vec![DrainerKind::Spare], "exactly one spare takes the blocked thread's place");
+        assert_eq!(starts, vec![Start::Spawn], "exactly one spare takes the blocked thread's place");
         let spare = {
             let m = Arc::clone(&m);
-            thread::spawn(move || m.drain_and_leave(DrainerKind::Spare))
+            thread::spawn(move || m.drain_and_leave())
         };
         // The spare runs the task, which ends the wait (modelled by the
         // join); the blocked thread goes on, then its task returns.
@@ -124,10 +120,12 @@ fn a_blocked_worker_is_replaced_by_a_spare() {
         assert_eq!(ran, 1);
         let _ = m.drainers.unblock();
         assert!(m.drainers.try_reacquire(), "the spare left: its permit is free again");
-        let (ran, after) = m.drain_and_leave(DrainerKind::PoolJob);
+        let (ran, after) = m.drain_and_leave();
         assert_eq!(ran, 0);
         assert_eq!(after, AfterLeave::Idle);
         assert_settled(m.drainers.snapshot());
+        assert_eq!(m.drainers.snapshot().threads(), 2);
+        assert_eq!(m.drainers.try_start(), Start::Wake, "an idle thread takes the next job");
     });
 }
 
@@ -143,15 +141,15 @@ fn reacquire_against_a_push() {
         let producer = Model::push_from_another_thread(&m);
         let _ = m.drainers.unblock();
         let reacquired = m.drainers.try_reacquire();
-        let started = kind_of(producer.join().unwrap());
+        let started = producer.join().unwrap();
         assert!(m.drainers.snapshot().permits() <= 1);
-        assert!(reacquired != started.is_some(), "exactly one takes the permit");
+        assert!(reacquired != (started != Start::NotNeeded), "exactly one takes the permit");
         let ran = if reacquired {
-            m.drain_and_leave(DrainerKind::PoolJob).0
+            m.drain_and_leave().0
         } else {
-            let after = m.drainers.leave(DrainerKind::PoolJob, false);
+            let after = m.drainers.leave(false);
             let _ = m.drainers.after_leave(after, || m.is_empty());
-            m.drain_and_leave(started.unwrap()).0
+            m.drain_and_leave().0
         };
         assert_eq!(ran, 1);
         assert_settled(m.drainers.snapshot());

@@ -21,7 +21,7 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::lookout::{after_last_leave, Lookout};
 use crate::sync::Ordering;
 
@@ -39,13 +39,13 @@ impl Model {
     /// lets one drainer look for work at once.
     fn new(workers: usize) -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(workers),
+            drainers: Drainers::new(workers, workers),
             lookout: Lookout::new(1),
             entry: AtomicUsize::new(0),
             taken: AtomicUsize::new(0),
         });
         for _ in 0..workers {
-            assert_eq!(m.drainers.try_start(), Start::PoolJob);
+            assert_eq!(m.drainers.try_start(), Start::Wake);
         }
         m
     }
@@ -83,7 +83,7 @@ impl Model {
     /// `Scheduler::after_leave` and `act_after_leave` (the shared queue is
     /// empty throughout). Returns the drainer it starts.
     fn leave(&self) -> Start {
-        let after = self.drainers.leave(DrainerKind::PoolJob, true);
+        let after = self.drainers.leave(true);
         match self.drainers.after_leave(after, || true) {
             AfterLeave::Start(start) => start,
             AfterLeave::Idle => after_last_leave(&self.drainers, || self.any_outside_task()).unwrap_or(Start::NotNeeded),

@@ -7,7 +7,7 @@ use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
+use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::idle::IdleSignal;
 use crate::sync::Ordering;
 
@@ -22,17 +22,17 @@ use crate::sync::Ordering;
 #[test]
 fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
     loom::model(|| {
-        let drainers = Arc::new(Drainers::new(1));
+        let drainers = Arc::new(Drainers::new(1, 1));
         let idle = Arc::new(IdleSignal::new());
         let queued = Arc::new(AtomicUsize::new(0));
-        assert_eq!(drainers.try_start(), Start::PoolJob);
+        assert_eq!(drainers.try_start(), Start::Wake);
         let drainer = {
             let (drainers, idle, queued) = (Arc::clone(&drainers), Arc::clone(&idle), Arc::clone(&queued));
             thread::spawn(move || {
                 if !idle.has_waiters() {
                     thread::yield_now();
                 }
-                let after = drainers.leave(DrainerKind::PoolJob, true);
+                let after = drainers.leave(true);
                 match drainers.after_leave(after, || queued.load(Ordering::SeqCst) == 0) {
                     AfterLeave::Idle => idle.notify(),
                     other => panic!("the only drainer left an empty queue: {other:?}"),

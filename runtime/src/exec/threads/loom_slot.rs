@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::base::task::{Origin, Task};
-use crate::exec::threads::drainers::{DrainerKind, Drainers, Start};
+use crate::exec::threads::drainers::{Drainers, Start};
 use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::slot::Slot;
 use crate::sync::Ordering;
@@ -44,13 +44,13 @@ impl Model {
     /// other drainer holds one and looks for work.
     fn new() -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(2),
+            drainers: Drainers::new(2, 2),
             lookout: Lookout::new(1),
             slot: Slot::new(),
             taken: AtomicUsize::new(0),
         });
-        assert_eq!(m.drainers.try_start(), Start::PoolJob);
-        assert_eq!(m.drainers.try_start(), Start::PoolJob);
+        assert_eq!(m.drainers.try_start(), Start::Wake);
+        assert_eq!(m.drainers.try_start(), Start::Wake);
         assert!(m.lookout.start_looking());
         m
     }
@@ -96,7 +96,7 @@ fn a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken() {
         let mut starts = Vec::new();
         if !m.look() {
             m.lookout.stop_looking();
-            let _ = m.drainers.leave(DrainerKind::PoolJob, true);
+            let _ = m.drainers.leave(true);
             starts.push(m.lookout.after_looking(&m.drainers, || m.slot.is_full()));
         }
         starts.push(owner.join().unwrap());

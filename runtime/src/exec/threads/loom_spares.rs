@@ -1,38 +1,40 @@
-//! loom models of a spare thread's life against the drainers word, on the
-//! real [`Spares`] and [`Drainers`]: a spare start refused at the cap or
-//! by the system (and retried by a blocked thread), and a spare that goes
-//! idle while a push is in flight. The model's glue is the
-//! scheduler's own: a spare's job drains the model's queue (a `SeqCst`
-//! counter, as in `loom_drainers.rs`'s models), then leaves through
-//! [`SpareThread::before_leaving`], a refused start gives the permit back
+//! loom models of spare threads against the drainers word: a spare start
+//! refused by the system (and retried by a blocked thread), and a push as
+//! the only spare leaves. A spare lives until the pool closes and takes any
+//! job owed (`spares.rs`), so a start needs a new thread only when every
+//! thread is in a job. The model's glue is the scheduler's own: a drainer
+//! drains the model's queue (a `SeqCst` counter, as in `loom_drainers.rs`'s
+//! models) and leaves; a refused start gives everything back
 //! (`Scheduler::start_drainer`), and a blocked thread's periodic look
-//! tries a refused start again (`Scheduler::retry_refused_start`).
+//! tries it again (`Scheduler::retry_refused_start`). Owing a job to a
+//! waiting thread (`pool_starts.rs`, under a lock) is played out by the
+//! model: a started spare, or the model's main thread for a woken one.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 
-use crate::exec::threads::drainers::{AfterLeave, DrainerKind, Drainers, Start};
-use crate::exec::threads::spares::{spawn_thread, NotStarted, SpareThread, Spares, SpawnFn};
-use crate::sync::thread::JoinHandle;
+use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::sync::Ordering;
 
 struct Model {
     drainers: Drainers,
     queued: AtomicUsize,
     ran: AtomicUsize,
-    spares: Arc<Spares>,
+    /// The system refuses the next spare.
+    refuse: AtomicBool,
 }
 
 impl Model {
-    /// One worker, at most `max_spares` spares.
-    fn new(max_spares: usize, spawn: SpawnFn) -> Arc<Model> {
+    /// One worker, and room for `spares` spares.
+    fn new(spares: usize, refuse: bool) -> Arc<Model> {
         Arc::new(Model {
-            drainers: Drainers::new(1),
+            drainers: Drainers::new(1, 1 + spares),
             queued: AtomicUsize::new(0),
             ran: AtomicUsize::new(0),
-            spares: Spares::with_spawn(max_spares, spawn),
+            refuse: AtomicBool::new(refuse),
         })
     }
 
@@ -40,144 +42,139 @@ impl Model {
         self.queued.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
     }
 
-    /// `Scheduler::push`.
-    fn push(self: &Arc<Model>) {
+    /// `Scheduler::push`: returns a job owed to a thread in no job (a
+    /// `Start::Wake`), for the model to play out.
+    fn push(self: &Arc<Model>) -> Option<thread::JoinHandle<()>> {
         self.queued.fetch_add(1, Ordering::SeqCst);
-        self.start(self.drainers.after_push());
+        self.start(self.drainers.after_push())
     }
 
-    /// `Scheduler::start_drainer` (the pool thread is blocked in these
-    /// models, so every start is a spare's).
-    fn start(self: &Arc<Model>, start: Start) {
+    /// `Scheduler::start_drainer`: a spare thread that takes the job, or
+    /// for a thread in no job, the job to play out.
+    fn start(self: &Arc<Model>, start: Start) -> Option<thread::JoinHandle<()>> {
         match start {
-            Start::NotNeeded => {}
-            Start::PoolJob => unreachable!("the only pool thread is in its job"),
-            Start::Spare => {
+            Start::NotNeeded => None,
+            Start::Wake => {
                 let m = Arc::clone(self);
-                match self.spares.run(Box::new(move |spare: &SpareThread| m.drain_as_spare(spare))) {
-                    Ok(_) => {}
-                    Err(NotStarted::AtCap) => {
-                        let _ = self.drainers.spare_failed();
-                    }
-                    Err(NotStarted::Refused(_)) => {
-                        let _ = self.drainers.spare_refused();
-                    }
+                Some(thread::spawn(move || m.drain()))
+            }
+            Start::Spawn => {
+                // (std's flag: whether the system refuses is the model's
+                // setting, not a race to explore.)
+                if self.refuse.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    let _ = self.drainers.spawn_refused();
+                    return None;
                 }
+                let m = Arc::clone(self);
+                Some(thread::spawn(move || m.drain()))
             }
         }
     }
 
     /// `Scheduler::retry_refused_start`: a blocked thread's periodic look
     /// (`Blocked::check_stuck`).
-    fn retry_refused(self: &Arc<Model>) {
-        if let AfterLeave::Start(start) = self.drainers.retry_refused(|| self.queued.load(Ordering::SeqCst) == 0) {
-            self.start(start);
+    fn retry_refused(self: &Arc<Model>) -> Option<thread::JoinHandle<()>> {
+        match self.drainers.retry_refused(|| self.queued.load(Ordering::SeqCst) == 0) {
+            AfterLeave::Start(start) => self.start(start),
+            _ => None,
         }
     }
 
-    /// `Scheduler::run_drainer` on a spare thread.
-    fn drain_as_spare(self: &Arc<Model>, spare: &SpareThread) {
+    /// `Scheduler::run_drainer`: drains the queue, leaves, and looks again
+    /// (a start for what was queued meanwhile is played out here).
+    fn drain(self: &Arc<Model>) {
         while self.pop() {
             self.ran.fetch_add(1, Ordering::SeqCst);
         }
-        let after = spare.before_leaving(|| self.drainers.leave(DrainerKind::Spare, true));
+        let after = self.drainers.leave(true);
         if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
         {
-            self.start(start);
+            if let Some(next) = self.start(start) {
+                next.join().unwrap();
+            }
         }
     }
 
     /// The only pool thread takes its permit and blocks inside a task
     /// (on the task that the model's producer pushes).
     fn block_the_pool_thread(&self) {
-        assert_eq!(self.drainers.try_start(), Start::PoolJob);
+        assert_eq!(self.drainers.try_start(), Start::Wake);
         let _ = self.drainers.block(true);
     }
 
-    /// Ends the spares (each runs the jobs handed to it first) and
-    /// checks that every task ran once and the spares left the word.
-    fn shut_down_and_check(&self, tasks: usize) {
-        self.spares.shutdown();
-        assert_eq!(self.spares.alive(), 0, "a spare still counts as alive");
+    /// The blocked pool thread goes on (the task it waited for ran) and its
+    /// task returns: with a permit it drains what is left, else it leaves.
+    fn unblock_and_finish(self: &Arc<Model>) {
+        let _ = self.drainers.unblock();
+        let holds_permit = self.drainers.try_reacquire();
+        if holds_permit {
+            while self.pop() {
+                self.ran.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let after = self.drainers.leave(holds_permit);
+        if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
+        {
+            if let Some(next) = self.start(start) {
+                next.join().unwrap();
+            }
+        }
+    }
+
+    /// Every task ran once, and the word is settled.
+    fn check(&self, tasks: usize) {
         assert_eq!(self.ran.load(Ordering::SeqCst), tasks, "a task was stranded or ran twice");
         let s = self.drainers.snapshot();
-        assert_eq!((s.permits(), s.pool_jobs(), s.spares(), s.blocked()), (0, 1, 0, 1));
+        assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0), "the word is not settled");
     }
 }
 
-/// One worker (blocked), one spare: the spare runs a task while another
-/// thread pushes the next, and every task runs once.
-fn push_while_the_only_spare_finishes() {
-    loom::model(move || {
-        let m = Model::new(1, spawn_thread);
+/// One worker (blocked), one spare: the spare runs a task and leaves while
+/// another thread pushes the next. The push finds the spare draining (no
+/// start: it holds the permit, and its look after its leave sees the task)
+/// or gone from its job (it wakes a thread in no job: the spare, which
+/// lives on), never a second spare, and every task runs once.
+#[test]
+fn a_push_as_the_only_spare_leaves_wakes_it_again() {
+    loom::model(|| {
+        let m = Model::new(1, false);
         m.block_the_pool_thread();
-        m.push();
+        let spare = m.push().expect("the first push starts the spare");
         let producer = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push())
         };
-        producer.join().unwrap();
-        m.shut_down_and_check(2);
+        if let Some(woken) = producer.join().unwrap() {
+            woken.join().unwrap();
+        }
+        spare.join().unwrap();
+        assert_eq!(m.drainers.snapshot().threads(), 2, "a second spare was started");
+        m.unblock_and_finish();
+        m.check(2);
     });
 }
 
-/// One worker (blocked), one spare: the spare runs a task, and the
-/// task that ends the wait is pushed while that spare goes idle. The
-/// start that push asks for is refused at the cap when the spare is
-/// still counted as alive but not yet idle; the task must run anyway.
-#[test]
-fn a_push_as_the_only_spare_goes_idle_is_run() {
-    push_while_the_only_spare_finishes();
-}
-
-/// Whether each model that refuses a start has refused it in this run
-/// (one flag per model: the test harness runs models in parallel).
-static REFUSED: [std::sync::atomic::AtomicBool; 2] = [const { std::sync::atomic::AtomicBool::new(false) }; 2];
-
-/// A [`SpawnFn`] that refuses the first start of each run of model
-/// `MODEL`, as the system does at its limit, and starts the others.
-fn refuse_once<const MODEL: usize>(name: String, main: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
-    if !REFUSED[MODEL].swap(true, std::sync::atomic::Ordering::SeqCst) {
-        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "refused by the model"));
-    }
-    spawn_thread(name, main)
-}
-
-/// The system refuses the first spare thread while another push is in
-/// flight: the refused start gives its permit and its count back. The
-/// queued tasks then wait for the next start or for the blocked thread to
-/// go on, which here drains what is left. (That the slot comes back too:
-/// `spares.rs`'s tests.)
+/// The system refuses the spare while another push is in flight: the
+/// refused start gives its permit, its job and its thread back. The queued
+/// tasks then wait for the next start or for the blocked thread to go on,
+/// which here drains what is left.
 #[test]
 fn a_spare_start_refused_by_the_system_gives_everything_back() {
     loom::model(|| {
-        REFUSED[0].store(false, std::sync::atomic::Ordering::SeqCst);
-        let m = Model::new(1, refuse_once::<0>);
+        let m = Model::new(1, true);
         m.block_the_pool_thread();
         let producer = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push())
         };
-        m.push();
-        producer.join().unwrap();
-        // The blocked pool thread goes on: with a permit it drains the
-        // queue, else (a spare holds it) it leaves.
-        let _ = m.drainers.unblock();
-        let holds_permit = m.drainers.try_reacquire();
-        if holds_permit {
-            while m.pop() {
-                m.ran.fetch_add(1, Ordering::SeqCst);
-            }
+        let mine = m.push();
+        let theirs = producer.join().unwrap();
+        for started in [mine, theirs].into_iter().flatten() {
+            started.join().unwrap();
         }
-        let after = m.drainers.leave(DrainerKind::PoolJob, holds_permit);
-        if let AfterLeave::Start(start) = m.drainers.after_leave(after, || m.queued.load(Ordering::SeqCst) == 0) {
-            m.start(start);
-        }
-        m.spares.shutdown();
-        assert_eq!(m.spares.alive(), 0, "the refused start still counts as alive");
-        assert_eq!(m.ran.load(Ordering::SeqCst), 2, "a task was stranded or ran twice");
-        let s = m.drainers.snapshot();
-        assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 0, 0));
+        m.unblock_and_finish();
+        m.check(2);
+        assert!(m.drainers.snapshot().threads() <= 2);
     });
 }
 
@@ -192,16 +189,24 @@ fn a_spare_start_refused_by_the_system_gives_everything_back() {
 #[test]
 fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
     loom::model(|| {
-        REFUSED[1].store(false, std::sync::atomic::Ordering::SeqCst);
-        let m = Model::new(1, refuse_once::<1>);
+        let m = Model::new(1, true);
         m.block_the_pool_thread();
         let producer = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push())
         };
-        m.retry_refused();
-        producer.join().unwrap();
-        m.retry_refused();
-        m.shut_down_and_check(1);
+        // The blocked thread wakes for its look at any time: without the
+        // yield, loom ran this look only before the producer's push (one
+        // execution, and mutation 6 went unseen).
+        thread::yield_now();
+        let first = m.retry_refused();
+        let pushed = producer.join().unwrap();
+        let second = m.retry_refused();
+        for started in [first, pushed, second].into_iter().flatten() {
+            started.join().unwrap();
+        }
+        assert_eq!(m.ran.load(Ordering::SeqCst), 1, "a task was stranded: it waits for a blocked thread that never goes on");
+        m.unblock_and_finish();
+        m.check(1);
     });
 }

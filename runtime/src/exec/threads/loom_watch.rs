@@ -33,7 +33,7 @@ impl Model {
     /// One pool thread, asleep and holding the watch: its permit is free.
     fn new() -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(1),
+            drainers: Drainers::new(1, 1),
             lookout: Lookout::new(1),
             watch: Watch::new(),
             entry: AtomicUsize::new(0),

@@ -94,7 +94,7 @@ use crate::exec::threads::pool_bindings::PoolBindings;
 use crate::exec::threads::pool_starts::PoolStarts;
 use crate::exec::threads::slot::Slot;
 use crate::exec::threads::watch::Watch;
-use crate::exec::threads::spares::{SpareThread, Spares};
+use crate::exec::threads::spares::Spares;
 use crate::object::completion::Completion;
 use crate::probe::fuzz;
 use crate::probe::observe;
@@ -135,7 +135,7 @@ pub(crate) struct Scheduler {
     pool_bindings: PoolBindings,
     /// The pool's threads, spawned by us so that shutdown can join them.
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
-    spares: Arc<Spares>,
+    spares: Spares,
     idle: IdleSignal,
     /// Idle drainers looking for work, and how many may at once: one a
     /// core, at most the workers (`Lookout::for_cores`; why:
@@ -360,13 +360,13 @@ impl Scheduler {
             config,
             queue: Injector::new(),
             deques: Deques::new(config.max_threads),
-            drainers: Drainers::new(config.workers),
+            drainers: Drainers::new(config.workers, config.max_threads),
             pool: Mutex::new(None),
             pool_starts: PoolStarts::new(),
             watch: Watch::new(),
             pool_bindings: PoolBindings::new(),
             pool_threads,
-            spares: Spares::new(config.max_spares()),
+            spares: Spares::new(config.workers),
             idle: IdleSignal::new(),
             lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),
@@ -380,7 +380,7 @@ impl Scheduler {
         let this = scheduler.as_ref().as_ref();
         // SAFETY: the scheduler outlives its pool's threads' loops, which
         // end when the pool closes (`Scheduler::join_threads`).
-        pool.spawn_broadcast(move |_| unsafe { this.get() }.run_pool_thread());
+        pool.spawn_broadcast(move |_| unsafe { this.get() }.run_pool_thread(None));
         *lock(&scheduler.pool) = Some(pool);
         scheduler
     }
@@ -496,18 +496,15 @@ impl Scheduler {
     }
 
     /// Registers this thread's deque with this scheduler on its first
-    /// drain: a pool thread in the slot of its rayon index, a spare in the
-    /// slot of its spare number, after the pool's.
-    fn ensure_deque(&self, spare: Option<&SpareThread>) {
+    /// drain: a pool thread in the slot of its rayon index, a spare in
+    /// `slot`, given it at its start (after the pool's).
+    fn ensure_deque(&self, slot: Option<usize>) {
         with_state(|s| {
             let mut deque = s.deque.borrow_mut();
             if deque.as_ref().is_some_and(|d| std::ptr::eq(d.owner, self)) {
                 return;
             }
-            let slot = match spare {
-                None => rayon::current_thread_index().expect("a pool job runs on the pool"),
-                Some(spare) => self.config.workers + spare.slot(),
-            };
+            let slot = slot.unwrap_or_else(|| rayon::current_thread_index().expect("a pool job runs on the pool"));
             let worker = self.deques.register(slot);
             s.slot.set(self.deques.slot(slot));
             *deque = Some(OwnedDeque { owner: self, slot, worker });

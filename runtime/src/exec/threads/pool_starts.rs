@@ -6,8 +6,8 @@
 //! sleeping thread happened to look (a median of 0.9 ms, up to 3.7 ms, on
 //! a parallel loop's split, which left the other worker idle meanwhile).
 
-use crate::exec::threads::drainers::{DrainerKind, Start};
-use crate::exec::threads::spares::{NotStarted, SpareThread};
+use crate::exec::threads::drainers::Start;
+use crate::exec::threads::spares::NotStarted;
 use crate::exec::threads::watch;
 use crate::exec::threads::Scheduler;
 use crate::probe::observe;
@@ -150,7 +150,9 @@ impl PoolStarts {
 }
 
 impl Scheduler {
-    /// A pool thread's life: a drainer each time one is owed to the pool.
+    /// A runtime thread's life (a pool thread's, `slot` `None`; a spare's,
+    /// with its registry slot): a drainer each time one is owed to the
+    /// pool.
     /// The first to find none owed also registers the process for the
     /// gate's light fences, if that was left to the pool
     /// (`sync/asymmetric.rs`): its grace period (11-32 ms) then takes no
@@ -160,7 +162,7 @@ impl Scheduler {
     ///
     /// A thread that drained and goes to sleep takes the watch if nobody
     /// holds it (`watch.rs`), and lets go of it when a start wakes it.
-    pub(super) fn run_pool_thread(&self) {
+    pub(super) fn run_pool_thread(&self, slot: Option<usize>) {
         let mut watching = false;
         let mut drained = false;
         loop {
@@ -176,7 +178,7 @@ impl Scheduler {
                     if std::mem::take(&mut watching) {
                         self.let_go_watch();
                     }
-                    self.run_drainer(None);
+                    self.run_drainer(slot);
                     drained = true;
                 }
                 Took::Period => watching = self.watch_period(),
@@ -204,43 +206,28 @@ impl Scheduler {
             if !self.pool_starts.take_back() {
                 return;
             }
-            let after = self.drainers.leave(DrainerKind::PoolJob, true);
+            let after = self.drainers.leave(true);
             self.after_leave(after);
         }
     }
 
-    /// Starts the drainer `start` took a permit for: on a pool thread, or
-    /// on a spare thread when every pool thread is taken.
+    /// Starts the drainer `start` took a permit and a job for: owes the
+    /// job to the threads that wait for one, after starting a spare thread
+    /// first when every thread is in a job (`Start::Spawn`).
     pub(super) fn start_drainer(&self, start: Start) {
         match start {
-            Start::NotNeeded => {}
-            Start::PoolJob => {
-                if !self.pool_starts.start_one() {
-                    // The threads were joined: the scheduler was idle with
-                    // its gate closed, so no task waits or can come. This
-                    // start came from a stale look (a leaving drainer saw a
-                    // task in another's slot, which its owner ran before
-                    // the scheduler went idle): give the permit back.
-                    let _ = self.drainers.leave(DrainerKind::PoolJob, true);
-                }
-            }
-            Start::Spare => {
+            Start::NotNeeded => return,
+            Start::Wake => {}
+            Start::Spawn => {
                 let this = self.as_ref();
-                // SAFETY: the scheduler outlives its spare threads' jobs.
-                let job = Box::new(move |spare: &SpareThread| unsafe { this.get() }.run_drainer(Some(spare)));
-                match self.spares.run(job) {
-                    Ok(started) => {
-                        if started {
-                            observe::spare_thread_started();
-                        }
-                    }
-                    Err(NotStarted::AtCap) => {
-                        // At the cap every thread is busy, and some are
-                        // blocked: the queued tasks wait until one of them
-                        // goes on and takes a permit back (its drain loop
-                        // reacquires one). Trying again now would only
-                        // spin.
-                        let _ = self.drainers.spare_failed();
+                // SAFETY: the scheduler outlives its spare threads, which
+                // are joined when the pool closes (`join_threads`).
+                match self.spares.start(move |slot| unsafe { this.get() }.run_pool_thread(Some(slot))) {
+                    Ok(()) => observe::spare_thread_started(),
+                    Err(NotStarted::Closed) => {
+                        // The threads were joined (see below).
+                        let _ = self.drainers.spawn_failed();
+                        return;
                     }
                     Err(NotStarted::Refused(error)) => {
                         // Below the cap, the system refused the thread. The
@@ -249,11 +236,20 @@ impl Scheduler {
                         // the next blocked thread to wake tries again
                         // (`retry_refused_start`). Trying again now would
                         // only spin on the system's limit.
-                        let _ = self.drainers.spare_refused();
+                        let _ = self.drainers.spawn_refused();
                         self.report_refusal(&error);
+                        return;
                     }
                 }
             }
+        }
+        if !self.pool_starts.start_one() {
+            // The threads were joined: the scheduler was idle with its gate
+            // closed, so no task waits or can come. This start came from a
+            // stale look (a leaving drainer saw a task in another's slot,
+            // which its owner ran before the scheduler went idle): give the
+            // permit and the job back.
+            let _ = self.drainers.leave(true);
         }
     }
 

@@ -116,7 +116,7 @@ mod tests {
         scheduler.drain();
         scheduler.join_threads();
         let start = scheduler.drainers.try_start();
-        assert_eq!(start, Start::PoolJob);
+        assert_eq!(start, Start::Wake);
         scheduler.start_drainer(start);
         assert_eq!(scheduler.drainers.snapshot().permits(), 0, "the permit was not given back");
         assert!(scheduler.is_idle());
