@@ -722,6 +722,7 @@ fn scenario_child() {
         "endless-producer" => destroy_against_an_endless_producer(),
         "late-continuation" => destroy_with_a_late_continuation(Duration::ZERO),
         "late-continuation-after-work" => destroy_with_a_late_continuation(Duration::from_millis(150)),
+        "late-continuation-during-work" => destroy_with_a_late_continuation(Duration::from_millis(600)),
         "producer-of-waiting-tasks" => destroy_against_a_producer_of_waiting_tasks(),
         other => panic!("unknown scenario {other}"),
     }
@@ -992,4 +993,16 @@ fn the_destroy_hook_waits_for_a_late_continuation_that_its_task_awaits() {
 #[test]
 fn the_destroy_hook_waits_for_a_late_continuation_after_its_task_computed_past_the_bound() {
     assert_exit_path("late-continuation-after-work", 1..=2, Duration::from_secs(30));
+}
+
+/// X computes 600 ms, and the late thread's completion (at 300 ms) comes
+/// while X still runs: the late thread called in, but it waits for its turn
+/// (a deterministic schedule runs one thread at a time), and a call not
+/// yet accepted has outpaced nothing. Before, the deterministic executor
+/// counted the call on arrival, gave the instance up at the bound, refused
+/// the completion at its turn, and waited for X for ever (under
+/// ThreadSanitizer the test above failed so, its X slowed past 300 ms).
+#[test]
+fn the_destroy_hook_waits_for_a_late_continuation_that_comes_while_its_task_computes() {
+    assert_exit_path("late-continuation-during-work", 1..=2, Duration::from_secs(30));
 }

@@ -223,8 +223,9 @@ struct State {
     /// once the executor is closed, or tasks were lost.
     queued: u64,
     run: u64,
-    /// Runtime calls of program threads: the destroy hook's drain is
-    /// bounded only if one came while it drained.
+    /// Runtime calls of program threads, counted once accepted (given
+    /// their turn): the destroy hook's drain is bounded only if one came
+    /// while it drained.
     program_calls: u64,
     /// Tasks in flight when the destroy hook closed the executor: zero,
     /// or the close abandoned them (the exhaustive tests check it).
