@@ -1,6 +1,6 @@
 //! The scheduler's lifecycle under hostile use: `fork` while other threads
 //! are inside the runtime, tasks queued at the thread cap, spare threads
-//! that expire while work arrives, and schedule fuzzing that must only
+//! started for bursts of blocked tasks, and schedule fuzzing that must only
 //! produce interleavings the real scheduler can. Each scenario runs in a
 //! child process (this test binary again, the scenario named in an
 //! environment variable), so a hang is killed and reported, and a crash is
