@@ -108,7 +108,7 @@ impl Drainers {
     /// `workers` permits, as many threads to begin with (the pool's), at
     /// most `max_threads` threads.
     pub(crate) fn new(workers: usize, max_threads: usize) -> Drainers {
-        assert!((1..FIELD_MASK as usize / 2).contains(&max_threads), "thread cap out of range");
+        assert!((1..=FIELD_MASK as usize / 2).contains(&max_threads), "thread cap out of range");
         assert!((1..=max_threads).contains(&workers), "worker count out of range");
         Drainers { word: AtomicU64::new(workers as u64 * THREAD), workers: workers as u64, max_threads: max_threads as u64 }
     }
@@ -327,6 +327,24 @@ mod tests {
         assert_eq!(d.snapshot().permits(), 0);
         d.unblock();
         assert!(d.try_reacquire(), "the unblocked thread drains again");
+    }
+
+    /// The largest cap (`config::HARD_MAX_THREADS`) fits: the blocked
+    /// field never reaches the retry flag's bit.
+    #[test]
+    fn the_largest_cap_fits_below_the_retry_flag() {
+        let cap = crate::exec::config::HARD_MAX_THREADS;
+        let d = Drainers::new(1, cap);
+        assert_eq!(d.try_start(), Start::Wake);
+        for _ in 1..cap {
+            let _ = d.block(true);
+            assert_eq!(d.try_start(), Start::Spawn);
+        }
+        let s = d.block(true);
+        assert_eq!((s.threads(), s.blocked(), s.permits()), (cap, cap, 0));
+        assert!(d.at_cap());
+        assert_eq!(d.try_start(), Start::NotNeeded);
+        assert_eq!(d.retry_refused(|| false), AfterLeave::Nothing, "no retry flag");
     }
 
     #[test]
