@@ -5,7 +5,7 @@
 //! [`Drainers`], [`Lookout`] and [`after_last_leave`]. The glue is the
 //! scheduler's, step for step: `Scheduler::push_from_outside` (push, then
 //! `after_local_push`: start a drainer if [`Lookout::should_start`]), a
-//! drainer's last look and leave (`Scheduler::drain_loop`,
+//! drainer's last look and leave (`Scheduler::look_for_work`,
 //! `Scheduler::run_drainer`), and `Scheduler::act_after_leave`.
 //!
 //! The entry's deque (crossbeam's `Worker`, in the registry's

@@ -24,8 +24,9 @@
 //!   other tasks, and the task is queued again when the object completes,
 //!   to go on on whichever thread takes it. Without a stack (task stacks
 //!   off, or a stack refused) the thread blocks, gives its permit back and
-//!   starts a drainer in its place ([`Blocked`]), on a spare thread if
-//!   every pool thread is taken (`spares.rs`); threads are capped
+//!   starts a drainer in its place ([`Blocked`]), on a new spare thread if
+//!   every thread is in a job (`spares.rs`: spares then run the pool
+//!   threads' loop until destroy); threads are capped
 //!   (`MLIR_ASYNC_RUNTIME_MAX_THREADS`), and at the cap tasks wait.
 //! - A thread outside the pool that waits in an `Await*` runs, on a task
 //!   stack of its own, the queued tasks that produce what it waits for
