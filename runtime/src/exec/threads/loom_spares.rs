@@ -53,22 +53,18 @@ impl Model {
     /// for a thread in no job, the job to play out.
     fn start(self: &Arc<Model>, start: Start) -> Option<thread::JoinHandle<()>> {
         match start {
-            Start::NotNeeded => None,
-            Start::Wake => {
-                let m = Arc::clone(self);
-                Some(thread::spawn(move || m.drain()))
+            Start::NotNeeded => return None,
+            Start::Wake => {}
+            // (std's flag: whether the system refuses is the model's
+            // setting, not a race to explore.)
+            Start::Spawn if self.refuse.swap(false, std::sync::atomic::Ordering::SeqCst) => {
+                let _ = self.drainers.spawn_refused();
+                return None;
             }
-            Start::Spawn => {
-                // (std's flag: whether the system refuses is the model's
-                // setting, not a race to explore.)
-                if self.refuse.swap(false, std::sync::atomic::Ordering::SeqCst) {
-                    let _ = self.drainers.spawn_refused();
-                    return None;
-                }
-                let m = Arc::clone(self);
-                Some(thread::spawn(move || m.drain()))
-            }
+            Start::Spawn => {}
         }
+        let m = Arc::clone(self);
+        Some(thread::spawn(move || m.drain_and_leave(true)))
     }
 
     /// `Scheduler::retry_refused_start`: a blocked thread's periodic look
@@ -80,13 +76,14 @@ impl Model {
         }
     }
 
-    /// `Scheduler::run_drainer`: drains the queue, leaves, and looks again
-    /// (a start for what was queued meanwhile is played out here).
-    fn drain(self: &Arc<Model>) {
-        while self.pop() {
+    /// `Scheduler::run_drainer`: with a permit, drains the queue; leaves,
+    /// and looks again (a start for what was queued meanwhile is played
+    /// out here).
+    fn drain_and_leave(self: &Arc<Model>, holds_permit: bool) {
+        while holds_permit && self.pop() {
             self.ran.fetch_add(1, Ordering::SeqCst);
         }
-        let after = self.drainers.leave(true);
+        let after = self.drainers.leave(holds_permit);
         if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
         {
             if let Some(next) = self.start(start) {
@@ -107,18 +104,7 @@ impl Model {
     fn unblock_and_finish(self: &Arc<Model>) {
         let _ = self.drainers.unblock();
         let holds_permit = self.drainers.try_reacquire();
-        if holds_permit {
-            while self.pop() {
-                self.ran.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        let after = self.drainers.leave(holds_permit);
-        if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
-        {
-            if let Some(next) = self.start(start) {
-                next.join().unwrap();
-            }
-        }
+        self.drain_and_leave(holds_permit);
     }
 
     /// Every task ran once, and the word is settled.

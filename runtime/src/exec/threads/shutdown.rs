@@ -90,9 +90,10 @@ impl Scheduler {
         lock(&self.pool).is_some()
     }
 
-    /// Runtime threads alive: the pool's and the spares.
+    /// Runtime threads alive: the pool's and the spares (the drainers
+    /// word counts them).
     pub(crate) fn threads(&self) -> usize {
-        self.config.workers + self.spares.alive()
+        self.drainers.snapshot().threads()
     }
 }
 

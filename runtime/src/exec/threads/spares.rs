@@ -90,11 +90,6 @@ impl Spares {
         Ok(())
     }
 
-    /// Spare threads started.
-    pub(crate) fn alive(&self) -> usize {
-        lock(&self.state).handles.len()
-    }
-
     /// Joins every spare thread; none starts after. The caller closed the
     /// pool's starts first (`pool_starts.rs`), which ends their loops.
     pub(crate) fn shutdown(&self) {
@@ -129,7 +124,7 @@ mod tests {
         }
         let spares = Spares::with_spawn(3, refuse_once);
         assert!(matches!(spares.start(|_| {}), Err(NotStarted::Refused(_))));
-        assert_eq!(spares.alive(), 0);
+        assert!(lock(&spares.state).handles.is_empty());
         let (tx, rx) = mpsc::channel();
         spares.start(move |slot| tx.send(slot).unwrap()).unwrap();
         assert_eq!(rx.recv().unwrap(), 3, "the first spare's slot");
