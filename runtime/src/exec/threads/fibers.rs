@@ -353,13 +353,13 @@ impl Scheduler {
     pub(super) fn switching_out(&self) {
         // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
         // not see the drainer gone before it sees the task switched out.
-        self.switched_out.fetch_add(1, Ordering::SeqCst);
+        self.held.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A switched-out task was taken up again, by a drainer (which keeps
     /// the scheduler from being idle from here on).
     pub(super) fn switched_in(&self) {
-        self.switched_out.fetch_sub(1, Ordering::SeqCst);
+        self.held.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

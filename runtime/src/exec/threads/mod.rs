@@ -147,13 +147,13 @@ pub(crate) struct Scheduler {
     stuck_reported: AtomicBool,
     /// The one-line report of a thread refused by the system was printed.
     refusal_reported: AtomicBool,
-    /// Tasks switched out of their thread (on a task stack of their own)
-    /// and not yet resumed: while any is, the scheduler is not idle.
-    switched_out: AtomicUsize,
-    /// Threads outside the pool that took a task while they wait and have
-    /// not finished it (`waiter.rs`): while any has, the scheduler is not
-    /// idle.
-    waiter_tasks: AtomicUsize,
+    /// Tasks held out of the queue, the slots and the entries by no
+    /// drainer: switched out of their thread (on a task stack of their
+    /// own) and not yet taken up again (`fibers.rs`), or taken by a thread
+    /// outside the pool without an entry, or moving from an exiting
+    /// thread's entry to the queue (`waiter.rs`). While any is, the
+    /// scheduler is not idle.
+    held: AtomicUsize,
     /// The pool threads' first floating-point environment (`waiter.rs`).
     pool_env: PoolEnv,
     /// The machine's parallelism (`Scheduler::cores_taken`).
@@ -372,8 +372,7 @@ impl Scheduler {
             lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
-            switched_out: AtomicUsize::new(0),
-            waiter_tasks: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
             pool_env,
             cores,
             me: me.clone(),

@@ -260,7 +260,7 @@ impl Scheduler {
     /// fiber here: its entry's (held now if the thread holds none here
     /// yet), else, with every entry held, a fiber for this call only. The
     /// tasks the batch takes count as in flight until it ends: through the
-    /// entry's running flag, else through `waiter_tasks`
+    /// entry's running flag, else through `held`
     /// ([`Scheduler::hold_for_waiter`]).
     pub(super) fn with_waiter_fiber<R>(&self, f: impl FnOnce(&mut WaiterFiber) -> R) -> R {
         // The borrow lasts for the batch: the tasks on the fiber reach the

@@ -18,10 +18,9 @@ impl Scheduler {
     pub(super) fn is_idle(&self) -> bool {
         self.drainers.snapshot().drainers() == 0
             && self.queue.is_empty()
-            && self.switched_out.load(Ordering::SeqCst) == 0
             && !self.deques.any_outside_task()
             && self.deques.outside_running() == 0
-            && self.waiter_tasks.load(Ordering::SeqCst) == 0
+            && self.held.load(Ordering::SeqCst) == 0
     }
 
     /// True when some task is queued or running; false when none is, or
@@ -34,7 +33,6 @@ impl Scheduler {
         let drainers = self.drainers.snapshot();
         drainers.drainers() > drainers.blocked()
             || !self.queue.is_empty()
-            || self.waiter_tasks.load(Ordering::SeqCst) > 0
             || self.deques.any_outside_task()
             || self.deques.outside_running() > 0
     }
@@ -45,8 +43,7 @@ impl Scheduler {
     pub(crate) fn tasks_in_flight(&self) -> usize {
         self.queue.len()
             + self.drainers.snapshot().drainers()
-            + self.switched_out.load(Ordering::SeqCst)
-            + self.waiter_tasks.load(Ordering::SeqCst)
+            + self.held.load(Ordering::SeqCst)
             + self.deques.outside_running()
     }
 

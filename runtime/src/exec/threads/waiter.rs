@@ -19,9 +19,9 @@
 //! waiter gets its own back after them.
 //!
 //! While it holds a task, the scheduler is not idle: its entry's running
-//! flag is up from before its take to the end of its batch (`waiter_tasks`
-//! counts the waiters without an entry), and [`Scheduler::is_idle`] reads
-//! both. A waiter that ends its batch tells the threads waiting for
+//! flag is up from before its take to the end of its batch (the `held`
+//! count counts the waiters without an entry), and [`Scheduler::is_idle`]
+//! reads both. A waiter that ends its batch tells the threads waiting for
 //! idleness, as the last drainer does.
 
 use crossbeam_deque::Steal;
@@ -127,8 +127,9 @@ impl Scheduler {
     /// (a permit held, not looking for work), fill every core (a hint:
     /// `drain_loop.rs` naps rather than spin then).
     pub(super) fn cores_taken(&self) -> bool {
-        // Relaxed: a hint; nothing is published through it.
-        let waiters = self.waiter_tasks.load(Ordering::Relaxed) + self.deques.outside_running();
+        // (The waiters without an entry, beyond the 64 that hold one, are
+        // left out: `held` counts them with the tasks switched out.)
+        let waiters = self.deques.outside_running();
         waiters > 0 && {
             let running = self.drainers.snapshot().permits().saturating_sub(self.lookout.looking());
             waiters + running >= self.cores
@@ -171,7 +172,7 @@ impl Scheduler {
         None
     }
 
-    /// Counts the calling thread in `waiter_tasks` until the guard drops:
+    /// Counts the calling thread in `held` until the guard drops:
     /// tasks it holds out of the queue and the entries (the batch of a
     /// waiter without an entry, an exiting thread's leftovers on their way
     /// to the queue) keep the scheduler from being idle meanwhile. (A
@@ -180,7 +181,7 @@ impl Scheduler {
     pub(super) fn hold_for_waiter(&self) -> WaiterHold<'_> {
         // SeqCst, as `is_idle`'s load: a thread that sees the queue and
         // the entries empty after a take sees the count raised.
-        self.waiter_tasks.fetch_add(1, Ordering::SeqCst);
+        self.held.fetch_add(1, Ordering::SeqCst);
         WaiterHold(self)
     }
 
@@ -228,7 +229,7 @@ impl Drop for WaiterHold<'_> {
         // SeqCst: with a leaving drainer's `SeqCst` update and its look at
         // this count in `is_idle`, one of the two sees the other gone; the
         // one that does tells the threads waiting for idleness.
-        if self.0.waiter_tasks.fetch_sub(1, Ordering::SeqCst) == 1 {
+        if self.0.held.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_if(|| self.0.is_idle());
         }
     }
