@@ -55,7 +55,7 @@ thread per core: it stops at that many started tasks). Examples:
 
     scripts/bench/blocked.py                                   # 10,000 and 100,000, ours
     scripts/bench/blocked.py --tasks 10000 --check             # make bench-blocked-check
-    scripts/bench/blocked.py --env MLIR_ASYNC_RUNTIME_MAX_THREADS=32767
+    scripts/bench/blocked.py --env MLIR_ASYNC_RUNTIME_MAX_THREADS=16383
     scripts/bench/blocked.py --runtime /usr/lib/llvm-19/lib/libmlir_async_runtime.so \\
         --tasks 2,3 --deadline 5
 

@@ -93,10 +93,13 @@ fn stack_size_for_limit(soft: Option<u64>, page: usize) -> usize {
 /// The default cap on the runtime's threads.
 pub const DEFAULT_MAX_THREADS: usize = 512;
 
-/// The largest cap accepted: the scheduler counts threads in 16-bit fields
-/// (`exec/threads/drainers.rs`), and this cap keeps each below half its
-/// range.
-pub(super) const HARD_MAX_THREADS: usize = (1 << 15) - 1;
+/// The largest cap accepted: the scheduler counts threads in 14-bit fields
+/// (`exec/threads/drainers.rs`).
+pub(super) const HARD_MAX_THREADS: usize = (1 << 14) - 1;
+
+/// The most workers accepted: the scheduler counts their permits in a
+/// 12-bit field (`exec/threads/drainers.rs`).
+pub(super) const MAX_WORKERS: usize = (1 << 12) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
@@ -185,15 +188,20 @@ impl Config {
                 )),
             }
         }
-        let default_workers = default_workers.clamp(1, max);
+        let default_workers = default_workers.clamp(1, max.min(MAX_WORKERS));
         let mut count = default_workers;
         if let Some(text) = workers {
             match text.trim().parse::<usize>() {
                 Ok(n) if n > max => {
                     warn(&format!(
-                        "{WORKERS_ENV}={n} is above the thread cap {max} ({MAX_THREADS_ENV}); using {max} workers"
+                        "{WORKERS_ENV}={n} is above the thread cap {max} ({MAX_THREADS_ENV}); using {} workers",
+                        max.min(MAX_WORKERS)
                     ));
-                    count = max;
+                    count = max.min(MAX_WORKERS);
+                }
+                Ok(n) if n > MAX_WORKERS => {
+                    warn(&format!("{WORKERS_ENV}={n} is above the most workers, {MAX_WORKERS}; using {MAX_WORKERS}"));
+                    count = MAX_WORKERS;
                 }
                 Ok(n) if n > 0 => count = n,
                 _ => warn(&format!(
@@ -336,6 +344,16 @@ mod tests {
         let (c, lines) = config(None, Some("1000000"));
         assert_eq!(c.max_threads, HARD_MAX_THREADS);
         assert_eq!(lines.len(), 1);
+    }
+
+    #[test]
+    fn caps_workers_at_the_most_the_scheduler_counts() {
+        let (c, lines) = config(Some("5000"), Some("10000"));
+        assert_eq!((c.workers, c.max_threads), (MAX_WORKERS, 10000));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let (c, lines) = config(Some("20000"), Some("20000"));
+        assert_eq!((c.workers, c.max_threads), (MAX_WORKERS, HARD_MAX_THREADS));
+        assert_eq!(lines.len(), 2, "{lines:?}");
     }
 
     #[test]

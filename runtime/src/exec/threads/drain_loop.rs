@@ -85,7 +85,9 @@ impl Scheduler {
             tls::with(|slots| slots.draining.set(std::ptr::null()));
             s.holds_permit.replace(false)
         });
-        let after = self.drainers.leave(holds_permit);
+        // It stops looking for work (if it looked) in its leave's update.
+        let looking = drainer.state.into_inner().spinning;
+        let after = self.drainers.leave(holds_permit, looking);
         fuzz::at_transition();
         self.after_leave(after);
     }
@@ -224,7 +226,7 @@ impl Scheduler {
                         // A producer that saw this drainer looking started
                         // no drainer for the task it put in its slot: look
                         // at the slots again (`lookout.rs`).
-                        self.lookout.stop_looking();
+                        self.lookout.stop_looking(&self.drainers);
                         self.after_looking();
                     }
                 }
@@ -236,9 +238,8 @@ impl Scheduler {
             // another thread's slot however short it waited: a drainer
             // leaves only when no slot holds one.)
             if st.patience.is_last_look() {
-                if std::mem::take(&mut st.spinning) {
-                    self.lookout.stop_looking();
-                }
+                // (Still counted among the lookers, if it looked: it stops
+                // in its leave, `run_drainer`.)
                 return None;
             }
             // Somebody waits for this scheduler to go idle (a harness
@@ -254,7 +255,7 @@ impl Scheduler {
             // slower than no cap (4 workers on 2 cores, fine-grained loops:
             // 0.82 s against 0.57 s; this cap 0.34 s).
             if !st.spinning {
-                if !self.lookout.start_looking() {
+                if !self.lookout.start_looking(&self.drainers) {
                     st.patience.set_last_look(true);
                     // The drainers that look for work take care of the
                     // outside threads' young tasks (`deques.rs`).

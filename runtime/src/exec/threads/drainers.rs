@@ -1,17 +1,24 @@
 //! Who runs the queue: one atomic word that counts the run permits, the
-//! drainer jobs, the runtime threads and the threads blocked in an
-//! `Await*` inside a task. `README.md` beside this file describes the
-//! protocol built on it; `mod.rs` follows it, and the loom models in
-//! `loom_drainers.rs` and `loom_spares.rs` check it.
+//! idle drainers looking for work, the drainer jobs, the runtime threads
+//! and the threads blocked in an `Await*` inside a task, and says whether
+//! a sleeping pool thread holds the watch. `README.md`
+//! beside this file describes the protocol built on it; `mod.rs`,
+//! `lookout.rs` and `watch.rs` follow it, and the loom models in
+//! `loom_drainers.rs`, `loom_slot.rs`, `loom_entries.rs`, `loom_spares.rs`
+//! and `loom_watch.rs` check it.
 //!
 //! ```text
-//!   bits  0..16  permits  drainers allowed to take tasks now (<= workers)
-//!   bits 16..32  jobs     drainer jobs owed to a thread (`pool_starts.rs`)
+//!   bits  0..12  permits  drainers allowed to take tasks now (<= workers)
+//!   bits 12..20  lookers  drainers that look for work (`lookout.rs`;
+//!                         <= its cap, at most 255)
+//!   bits 20..34  jobs     drainer jobs owed to a thread (`pool_starts.rs`)
 //!                         or running, not ended (<= threads)
-//!   bits 32..48  threads  runtime threads: the pool's, and the spares
+//!   bits 34..48  threads  runtime threads: the pool's, and the spares
 //!                         started since (`spares.rs`), which live until
 //!                         the pool closes (<= the cap)
-//!   bits 48..63  blocked  runtime threads blocked in an Await* (<= jobs)
+//!   bits 48..62  blocked  runtime threads blocked in an Await* (<= jobs)
+//!   bit  62      watch    a sleeping pool thread holds the watch
+//!                         (`watch.rs`)
 //!   bit  63      refused  the system refused a spare since a blocked
 //!                         thread last looked (`Drainers::retry_refused`)
 //! ```
@@ -23,39 +30,74 @@
 //! only when every thread is in a job, some of them blocked. A drainer that
 //! blocks inside a task gives its permit back, so another drainer can
 //! start in its place; when its task returns it needs a permit again to go
-//! on, or it leaves.
+//! on, or it leaves. An idle drainer counts among the lookers while it
+//! looks for work: a push then starts nobody (`lookout.rs`); the permits
+//! and the lookers in one word, as tokio's `Idle` keeps its unparked and
+//! searching workers, make the push's check one load.
 //!
 //! Every transition is one read-modify-write of the word, `SeqCst`, so the
 //! producer's check after a push (a `SeqCst` fence, then a load) and the
 //! leaving drainer's check of the queue (after its `SeqCst` update) cannot
 //! both miss each other: see "no lost wake-up" in README.md beside this file.
 
+use crate::exec::config;
 use crate::sync::mutation;
 use crate::sync::{fence, AtomicU64, Ordering};
 
-const FIELD_BITS: u32 = 16;
-const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
-const PERMIT: u64 = 1;
-const JOB: u64 = 1 << FIELD_BITS;
-const THREAD: u64 = 1 << (2 * FIELD_BITS);
-const BLOCKED: u64 = 1 << (3 * FIELD_BITS);
-/// The top bit: the blocked field never reaches it (blocked <= threads <=
-/// the cap, below 2^15: `config::HARD_MAX_THREADS`).
+/// A field of the word: its lowest bit's value and its width.
+#[derive(Clone, Copy)]
+struct Field {
+    unit: u64,
+    bits: u32,
+}
+
+const fn field(shift: u32, bits: u32) -> Field {
+    Field { unit: 1 << shift, bits }
+}
+
+const PERMITS: Field = field(0, 12);
+const LOOKERS: Field = field(12, 8);
+const JOBS: Field = field(20, 14);
+const THREADS: Field = field(34, 14);
+const BLOCKED: Field = field(48, 14);
+const PERMIT: u64 = PERMITS.unit;
+const LOOKER: u64 = LOOKERS.unit;
+const JOB: u64 = JOBS.unit;
+const THREAD: u64 = THREADS.unit;
+const BLOCK: u64 = BLOCKED.unit;
+/// The watch is held (`watch.rs`): an outside thread's first task of a
+/// fill starts no drainer.
+const WATCH: u64 = 1 << 62;
+/// The top bit, above the blocked field (blocked <= threads <= the cap,
+/// `config::HARD_MAX_THREADS`, below 2^14).
 const REFUSED: u64 = 1 << 63;
+
+/// The most lookers the word counts (`Lookout::for_cores` caps them).
+pub(super) const MAX_LOOKERS: usize = (1 << LOOKERS.bits) - 1;
+
+const _: () = assert!(config::MAX_WORKERS < 1 << PERMITS.bits, "the permits field holds the workers");
+const _: () = assert!(PERMITS.unit == 1 && LOOKERS.unit == 1 << PERMITS.bits, "the lookers right above the permits");
+const _: () = assert!(config::HARD_MAX_THREADS < 1 << THREADS.bits, "the threads field holds the cap");
+const _: () = assert!(JOBS.bits == THREADS.bits && BLOCKED.bits == THREADS.bits, "jobs, blocked <= threads");
+const _: () = assert!(BLOCKED.unit << BLOCKED.bits == WATCH, "the fields end below the two flags");
 
 /// A copy of the word, with named fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Snapshot(u64);
 
 impl Snapshot {
-    fn field(self, unit: u64) -> usize {
-        ((self.0 & !REFUSED) / unit & FIELD_MASK) as usize
+    fn field(self, field: Field) -> usize {
+        ((self.0 / field.unit) & ((1 << field.bits) - 1)) as usize
     }
     pub(super) fn permits(self) -> usize {
-        self.field(PERMIT)
+        self.field(PERMITS)
+    }
+    /// Idle drainers looking for work.
+    pub(super) fn lookers(self) -> usize {
+        self.field(LOOKERS)
     }
     pub(crate) fn threads(self) -> usize {
-        self.field(THREAD)
+        self.field(THREADS)
     }
     pub(crate) fn blocked(self) -> usize {
         self.field(BLOCKED)
@@ -63,7 +105,11 @@ impl Snapshot {
     /// Drainers alive (owed to a thread or running): while any is, the
     /// scheduler is not idle.
     pub(crate) fn drainers(self) -> usize {
-        self.field(JOB)
+        self.field(JOBS)
+    }
+    /// A pool thread holds the watch (`watch.rs`).
+    pub(super) fn watch_held(self) -> bool {
+        self.0 & WATCH != 0
     }
 }
 
@@ -108,8 +154,8 @@ impl Drainers {
     /// `workers` permits, as many threads to begin with (the pool's), at
     /// most `max_threads` threads.
     pub(crate) fn new(workers: usize, max_threads: usize) -> Drainers {
-        assert!((1..=FIELD_MASK as usize / 2).contains(&max_threads), "thread cap out of range");
-        assert!((1..=max_threads).contains(&workers), "worker count out of range");
+        assert!((1..=config::HARD_MAX_THREADS).contains(&max_threads), "thread cap out of range");
+        assert!((1..=max_threads.min(config::MAX_WORKERS)).contains(&workers), "worker count out of range");
         Drainers { word: AtomicU64::new(workers as u64 * THREAD), workers: workers as u64, max_threads: max_threads as u64 }
     }
 
@@ -117,9 +163,53 @@ impl Drainers {
         Snapshot(self.word.load(Ordering::SeqCst))
     }
 
+    /// The word, `Relaxed`: a hint, or a load that a `SeqCst` fence
+    /// orders (`Lookout::should_start`, `Lookout::after_looking`).
+    pub(super) fn hint(&self) -> Snapshot {
+        Snapshot(self.word.load(Ordering::Relaxed))
+    }
+
     /// True when a permit is free, so a push should start a drainer.
     pub(super) fn permit_free(&self) -> bool {
         (self.snapshot().permits() as u64) < self.workers
+    }
+
+    /// True when a permit is free in `s` and no drainer looks for work:
+    /// a put must start one. One comparison: the lookers' field sits right
+    /// above the permits', so the two read as one number below `workers`
+    /// (at most 4095) only when no drainer looks.
+    pub(super) fn permit_free_and_nobody_looking(&self, s: Snapshot) -> bool {
+        s.0 & ((LOOKERS.unit << LOOKERS.bits) - 1) < self.workers
+    }
+
+    /// An idle drainer starts looking for work; false (and nothing
+    /// counted) when `max` drainers look already.
+    pub(super) fn start_looking(&self, max: usize) -> bool {
+        // SeqCst: see `try_start`; the lookers' count is one side of the
+        // put's fence and look (`lookout.rs`).
+        self.word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+                (Snapshot(w).lookers() < max).then_some(w + LOOKER)
+            })
+            .is_ok()
+    }
+
+    /// A pool thread going to sleep takes the watch; false when another
+    /// holds it.
+    pub(super) fn hold_watch(&self) -> bool {
+        // SeqCst: see `try_start`; the hold and the let-go are one side of
+        // the push's fence and look (`watch.rs`).
+        self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| (w & WATCH == 0).then_some(w | WATCH)).is_ok()
+    }
+
+    /// The watcher lets go of the watch.
+    pub(super) fn let_go_watch(&self) {
+        let _ = self.update(|w| w & !WATCH);
+    }
+
+    /// A drainer that looked for work stops: it found a task, or leaves.
+    pub(super) fn stop_looking(&self) {
+        let _ = self.update(|w| w - LOOKER);
     }
 
     /// True when every thread the cap allows is alive.
@@ -255,23 +345,26 @@ impl Drainers {
         taken.is_ok()
     }
 
-    /// A drainer leaves, giving back its permit if it holds one: its thread
-    /// waits for the next job. Returns the word after the change.
-    pub(crate) fn leave(&self, holds_permit: bool) -> Snapshot {
+    /// A drainer leaves, giving back its permit if it holds one, and
+    /// counted no more among the lookers if it looked for work (in the
+    /// same update, as tokio's worker that parks): its thread waits for
+    /// the next job. Returns the word after the change.
+    pub(crate) fn leave(&self, holds_permit: bool, looking: bool) -> Snapshot {
         let permit = if holds_permit { PERMIT } else { 0 };
-        self.update(|w| w - permit - JOB)
+        let looker = if looking { LOOKER } else { 0 };
+        self.update(|w| w - permit - looker - JOB)
     }
 
     /// A runtime thread blocks inside a task: it gives back its permit (if
     /// it holds one) and counts as blocked.
     pub(crate) fn block(&self, holds_permit: bool) -> Snapshot {
         let permit = if holds_permit { PERMIT } else { 0 };
-        self.update(|w| w - permit + BLOCKED)
+        self.update(|w| w - permit + BLOCK)
     }
 
     /// The blocked thread goes on with its task (without a permit).
     pub(super) fn unblock(&self) -> Snapshot {
-        self.update(|w| w - BLOCKED)
+        self.update(|w| w - BLOCK)
     }
 
     /// Applies `f` to the word atomically; returns the word after it.
@@ -297,6 +390,29 @@ mod tests {
     }
 
     #[test]
+    fn a_put_starts_a_drainer_only_with_a_permit_free_and_nobody_looking() {
+        let d = Drainers::new(config::MAX_WORKERS, config::HARD_MAX_THREADS);
+        assert!(d.permit_free_and_nobody_looking(d.snapshot()));
+        assert!(d.start_looking(MAX_LOOKERS));
+        assert!(!d.permit_free_and_nobody_looking(d.snapshot()), "one looks");
+        d.stop_looking();
+        for _ in 1..config::MAX_WORKERS {
+            assert_eq!(d.try_start(), Start::Wake);
+        }
+        assert!(d.permit_free_and_nobody_looking(d.snapshot()), "one permit left");
+        assert_eq!(d.try_start(), Start::Wake);
+        assert!(!d.permit_free_and_nobody_looking(d.snapshot()), "every permit taken");
+        for looking in 1..=MAX_LOOKERS {
+            assert!(d.start_looking(MAX_LOOKERS));
+            assert_eq!(d.snapshot().lookers(), looking);
+        }
+        assert!(!d.start_looking(MAX_LOOKERS), "the field's largest count");
+        let s = d.leave(true, true);
+        assert_eq!((s.permits(), s.lookers(), s.drainers()), (config::MAX_WORKERS - 1, MAX_LOOKERS - 1, config::MAX_WORKERS - 1));
+        assert!(!d.permit_free_and_nobody_looking(s), "a permit free, but drainers look");
+    }
+
+    #[test]
     fn a_blocked_pool_thread_is_replaced_by_a_spare_that_stays() {
         let d = Drainers::new(1, 4);
         assert_eq!(d.try_start(), Start::Wake);
@@ -308,11 +424,11 @@ mod tests {
         // The blocked thread goes on; its task ends; no permit is free.
         d.unblock();
         assert!(!d.try_reacquire());
-        let s = d.leave(false);
+        let s = d.leave(false, false);
         assert_eq!((s.permits(), s.drainers(), s.blocked()), (1, 1, 0));
         // The spare's queue runs dry: it leaves; all is idle; both threads
         // stay, and the next start wakes one of them.
-        let s = d.leave(true);
+        let s = d.leave(true, false);
         assert_eq!((s.permits(), s.drainers(), s.threads()), (0, 0, 2));
         assert_eq!(d.try_start(), Start::Wake);
     }

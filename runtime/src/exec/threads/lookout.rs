@@ -10,10 +10,10 @@
 //! - the producer, after the put: `SeqCst` fence; if no drainer looks for
 //!   work, start one if a permit is free ([`Lookout::should_start`]);
 //! - a drainer that stops looking (it found a task, or leaves): `SeqCst`
-//!   decrement of the count; (when it leaves, its `SeqCst` update of the
-//!   drainers word;) `SeqCst` fence; if no drainer looks for work now and a
-//!   task waits in a slot or deque, start one if a permit is free
-//!   ([`Lookout::after_looking`]).
+//!   decrement of the count (a field of the drainers word, `drainers.rs`);
+//!   (when it leaves, its `SeqCst` update of the word;) `SeqCst` fence; if
+//!   no drainer looks for work now and a task waits in a slot or deque,
+//!   start one if a permit is free ([`Lookout::after_looking`]).
 //!
 //! If the producer's fence comes first, the drainer's look after its own
 //! fence sees the task; otherwise the producer's load sees the count
@@ -27,20 +27,22 @@
 //! against the producer's push, fence and look at the permits. loom model:
 //! `loom_entries.rs`.
 
-use crate::exec::threads::drainers::{Drainers, Start};
+use crate::exec::threads::drainers::{Drainers, Start, MAX_LOOKERS};
+use crate::sync::fence;
 use crate::sync::mutation;
-use crate::sync::{fence, AtomicUsize, Ordering};
+use crate::sync::Ordering;
 
+/// How many idle drainers may look for work at once; a drainer beyond that
+/// leaves at once. The count itself is a field of the drainers word
+/// (`drainers.rs`), beside the permits: the put's check reads both in one
+/// load.
 pub(super) struct Lookout {
-    /// Idle drainers looking for work (spinning or yielding).
-    looking: AtomicUsize,
-    /// How many may at once; a drainer beyond that leaves at once.
     max: usize,
 }
 
 impl Lookout {
     pub(super) fn new(max: usize) -> Lookout {
-        Lookout { looking: AtomicUsize::new(0), max }
+        Lookout { max: max.min(MAX_LOOKERS) }
     }
 
     /// As many lookers at once as `cores`, as rayon lets every idle thread
@@ -49,49 +51,38 @@ impl Lookout {
         Lookout::new(cores.clamp(1, workers.max(1)))
     }
 
-    /// How many drainers look for work now (a hint).
-    pub(super) fn looking(&self) -> usize {
-        // Relaxed: a hint; nothing is published through it.
-        self.looking.load(Ordering::Relaxed)
-    }
-
     /// A drainer found no task and starts looking; false (and nothing
     /// counted) when enough drainers look already.
-    pub(super) fn start_looking(&self) -> bool {
-        // SeqCst, as every change of the count: see the module's comment.
-        if self.looking.fetch_add(1, Ordering::SeqCst) >= self.max {
-            self.looking.fetch_sub(1, Ordering::SeqCst);
-            return false;
-        }
-        true
+    pub(super) fn start_looking(&self, drainers: &Drainers) -> bool {
+        drainers.start_looking(self.max)
     }
 
     /// A drainer that looked stops: it found a task, or leaves. The caller
     /// then calls [`Lookout::after_looking`] (after its leave, if it
     /// leaves).
-    pub(super) fn stop_looking(&self) {
-        self.looking.fetch_sub(1, Ordering::SeqCst);
+    pub(super) fn stop_looking(&self, drainers: &Drainers) {
+        drainers.stop_looking();
     }
 
-    /// After a task was put in this thread's slot or deque: true when a
-    /// drainer should be started for it (none looks for work, and a permit
-    /// seems free: the caller then tries [`Drainers::try_start`]).
+    /// After a task was put in this thread's slot, deque or entry: true
+    /// when a drainer should be started for it (none looks for work, and a
+    /// permit seems free: the caller then tries [`Drainers::try_start`]).
     #[inline(always)]
     pub(super) fn should_start(&self, drainers: &Drainers) -> bool {
-        // SeqCst fence: orders the put before the load of the count and
-        // the word; `after_looking` and `after_last_leave` have the other
-        // side (mutation 14 takes it out).
+        // SeqCst fence: orders the put before the load of the word;
+        // `after_looking` and `after_last_leave` have the other side
+        // (mutation 14 takes it out).
         if !mutation::PUSH_NO_FENCE {
             fence(Ordering::SeqCst);
         }
-        // Relaxed: ordered by the fence. (The permits first: with every
-        // permit taken, the usual case of a busy pool, that is one load.)
-        drainers.permit_free() && self.looking.load(Ordering::Relaxed) == 0
+        // Relaxed: ordered by the fence.
+        drainers.permit_free_and_nobody_looking(drainers.hint())
     }
 
-    /// After a drainer stopped looking for work, left or blocked: the drainer to start for a task that waits in a
-    /// slot or deque (`any_local_task`), if no other drainer looks for work
-    /// and a permit is free.
+    /// After a drainer stopped looking for work, left or blocked: the
+    /// drainer to start for a task that waits in a slot or deque
+    /// (`any_local_task`), if no other drainer looks for work and a permit
+    /// is free.
     pub(super) fn after_looking(&self, drainers: &Drainers, any_local_task: impl Fn() -> bool) -> Start {
         if mutation::SLOT_NO_RECHECK {
             return Start::NotNeeded;
@@ -99,7 +90,7 @@ impl Lookout {
         // SeqCst fence: orders this drainer's decrement (and leave) before
         // its look; see `should_start`.
         fence(Ordering::SeqCst);
-        if self.looking.load(Ordering::Relaxed) == 0 && drainers.permit_free() && any_local_task() {
+        if drainers.permit_free_and_nobody_looking(drainers.hint()) && any_local_task() {
             drainers.start_if_permit_free()
         } else {
             Start::NotNeeded

@@ -59,7 +59,7 @@ impl Model {
         while self.pop() {
             ran += 1;
         }
-        let after = self.drainers.leave(true);
+        let after = self.drainers.leave(true, false);
         (ran, self.drainers.after_leave(after, || self.is_empty()))
     }
 }
@@ -147,7 +147,7 @@ fn reacquire_against_a_push() {
         let ran = if reacquired {
             m.drain_and_leave().0
         } else {
-            let after = m.drainers.leave(false);
+            let after = m.drainers.leave(false, false);
             let _ = m.drainers.after_leave(after, || m.is_empty());
             m.drain_and_leave().0
         };

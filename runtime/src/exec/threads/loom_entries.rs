@@ -79,11 +79,12 @@ impl Model {
         stolen
     }
 
-    /// A drainer found nothing and leaves: its leave of the word, then
-    /// `Scheduler::after_leave` and `act_after_leave` (the shared queue is
-    /// empty throughout). Returns the drainer it starts.
-    fn leave(&self) -> Start {
-        let after = self.drainers.leave(true);
+    /// A drainer found nothing and leaves (`looking`: it looked for work):
+    /// its leave of the word, then `Scheduler::after_leave` and
+    /// `act_after_leave` (the shared queue is empty throughout). Returns
+    /// the drainer it starts.
+    fn leave(&self, looking: bool) -> Start {
+        let after = self.drainers.leave(true, looking);
         match self.drainers.after_leave(after, || true) {
             AfterLeave::Start(start) => start,
             AfterLeave::Idle => after_last_leave(&self.drainers, || self.any_outside_task()).unwrap_or(Start::NotNeeded),
@@ -98,8 +99,7 @@ impl Model {
             // It runs the task; the model ends its life there.
             return Start::NotNeeded;
         }
-        self.lookout.stop_looking();
-        self.leave()
+        self.leave(true)
     }
 
     /// Every drainer started looks once; then exactly one task was taken.
@@ -125,7 +125,7 @@ impl Model {
 fn a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken() {
     loom::model(|| {
         let m = Model::new(1);
-        assert!(m.lookout.start_looking());
+        assert!(m.lookout.start_looking(&m.drainers));
         let producer = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push_from_outside())
@@ -145,12 +145,12 @@ fn a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken() {
 fn a_drainer_over_the_cap_leaves_entry_tasks_to_the_lookers() {
     loom::model(|| {
         let m = Model::new(2);
-        assert!(m.lookout.start_looking());
+        assert!(m.lookout.start_looking(&m.drainers));
         // The other drainer found no task and enough drainers looking.
-        assert!(!m.lookout.start_looking(), "one drainer looks already: the other is over the cap");
+        assert!(!m.lookout.start_looking(&m.drainers), "one drainer looks already: the other is over the cap");
         let over_cap = {
             let m = Arc::clone(&m);
-            thread::spawn(move || m.leave())
+            thread::spawn(move || m.leave(false))
         };
         let producer = {
             let m = Arc::clone(&m);

@@ -32,7 +32,7 @@ fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
                 if !idle.has_waiters() {
                     thread::yield_now();
                 }
-                let after = drainers.leave(true);
+                let after = drainers.leave(true, false);
                 match drainers.after_leave(after, || queued.load(Ordering::SeqCst) == 0) {
                     AfterLeave::Idle => idle.notify(),
                     other => panic!("the only drainer left an empty queue: {other:?}"),

@@ -51,7 +51,7 @@ impl Model {
         });
         assert_eq!(m.drainers.try_start(), Start::Wake);
         assert_eq!(m.drainers.try_start(), Start::Wake);
-        assert!(m.lookout.start_looking());
+        assert!(m.lookout.start_looking(&m.drainers));
         m
     }
 
@@ -95,8 +95,7 @@ fn a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken() {
         // (`Scheduler::run_drainer`, `Scheduler::after_leave`).
         let mut starts = Vec::new();
         if !m.look() {
-            m.lookout.stop_looking();
-            let _ = m.drainers.leave(true);
+            let _ = m.drainers.leave(true, true);
             starts.push(m.lookout.after_looking(&m.drainers, || m.slot.is_full()));
         }
         starts.push(owner.join().unwrap());

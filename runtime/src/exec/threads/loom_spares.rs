@@ -83,7 +83,7 @@ impl Model {
         while holds_permit && self.pop() {
             self.ran.fetch_add(1, Ordering::SeqCst);
         }
-        let after = self.drainers.leave(holds_permit);
+        let after = self.drainers.leave(holds_permit, false);
         if let AfterLeave::Start(start) = self.drainers.after_leave(after, || self.queued.load(Ordering::SeqCst) == 0)
         {
             if let Some(next) = self.start(start) {

@@ -38,7 +38,7 @@ impl Model {
             watch: Watch::new(),
             entry: AtomicUsize::new(0),
         });
-        assert!(m.watch.try_hold());
+        assert!(m.watch.try_hold(&m.drainers));
         m
     }
 
@@ -47,7 +47,7 @@ impl Model {
         // Release, as crossbeam's store of `back` (only the owner pushes).
         let n = self.entry.load(Ordering::Relaxed);
         self.entry.store(n + 1, Ordering::Release);
-        if self.lookout.should_start(&self.drainers) && !self.watch.covers(0) {
+        if self.lookout.should_start(&self.drainers) && !self.watch.covers(&self.drainers, 0) {
             self.drainers.try_start()
         } else {
             Start::NotNeeded
@@ -56,7 +56,7 @@ impl Model {
 
     /// `Scheduler::let_go_watch`.
     fn let_go(&self) -> Start {
-        self.watch.let_go();
+        self.watch.let_go(&self.drainers);
         // Acquire, as crossbeam's `Stealer::is_empty` reads `back`.
         if !mutation::WATCH_NO_RECHECK && self.entry.load(Ordering::Acquire) > 0 {
             self.drainers.start_if_permit_free()

@@ -175,7 +175,7 @@ impl Scheduler {
         // `the_destroy_hook_returns_against_an_endless_producer`, hung in
         // 1 run of 2).
         if self.lookout.should_start(&self.drainers) {
-            if fill && self.watch.covers(entry.entry) {
+            if fill && self.watch.covers(&self.drainers, entry.entry) {
                 observe::watch_covered();
             } else {
                 self.start_drainer(self.drainers.try_start());
@@ -209,7 +209,7 @@ impl Scheduler {
         // (`with_waiter_fiber`): until then this thread takes the task
         // itself, or a looker does (one that stops looking looks at the
         // entries). Fine-grained: 0.956x as long.
-        if self.lookout.looking() == 0 {
+        if self.drainers.hint().lookers() == 0 {
             self.after_local_push();
         } else {
             entry.check_owed.set(true);

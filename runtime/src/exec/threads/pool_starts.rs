@@ -206,7 +206,7 @@ impl Scheduler {
             if !self.pool_starts.take_back() {
                 return;
             }
-            let after = self.drainers.leave(true);
+            let after = self.drainers.leave(true, false);
             self.after_leave(after);
         }
     }
@@ -249,7 +249,7 @@ impl Scheduler {
             // stale look (a leaving drainer saw a task in another's slot,
             // which its owner ran before the scheduler went idle): give the
             // permit and the job back.
-            let _ = self.drainers.leave(true);
+            let _ = self.drainers.leave(true, false);
         }
     }
 

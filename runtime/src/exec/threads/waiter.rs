@@ -131,7 +131,9 @@ impl Scheduler {
         // left out: `held` counts them with the tasks switched out.)
         let waiters = self.deques.outside_running();
         waiters > 0 && {
-            let running = self.drainers.snapshot().permits().saturating_sub(self.lookout.looking());
+            // Relaxed: a hint; nothing is published through it.
+            let s = self.drainers.hint();
+            let running = s.permits().saturating_sub(s.lookers());
             waiters + running >= self.cores
         }
     }

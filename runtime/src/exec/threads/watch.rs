@@ -20,8 +20,9 @@
 //!   started for it, and that entry's pushes start drainers as before from
 //!   then on (it is eager, until another thread holds it).
 //! - Letting go (the watcher is woken for a drainer start; no outside push
-//!   for [`QUIET_PERIODS`]; the pool closes): a `SeqCst` store, a `SeqCst`
-//!   fence, a look at the entries, and a drainer started for a task there.
+//!   for [`QUIET_PERIODS`]; the pool closes): a `SeqCst` update of the
+//!   drainers word (its watch bit, `drainers.rs`), a `SeqCst` fence, a look
+//!   at the entries, and a drainer started for a task there.
 //!
 //! The push's fence and the let-go's fence are in one total order: the
 //! push sees the watch let go (and starts a drainer as before), or the
@@ -32,10 +33,11 @@
 use std::time::Duration;
 
 use crate::exec::threads::deques::OUTSIDE_ENTRIES;
+use crate::exec::threads::drainers::Drainers;
 use crate::exec::threads::Scheduler;
 use crate::probe::observe;
 use crate::sync::mutation;
-use crate::sync::{fence, lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{fence, lock, AtomicU64, Mutex, Ordering};
 
 /// How long the watcher sleeps between two looks at the entries: how long
 /// a task that its owner left in its entry waits, once per thread (two
@@ -50,9 +52,10 @@ const QUIET_PERIODS: u32 = 16;
 
 const _: () = assert!(OUTSIDE_ENTRIES <= 64, "the eager entries are the bits of one word");
 
+/// Whether a pool thread holds the watch (it looks at the entries every
+/// period) is a bit of the drainers word (`drainers.rs`), which a push
+/// loads after its fence anyway.
 pub(super) struct Watch {
-    /// A pool thread holds the watch: it looks at the entries every period.
-    held: AtomicBool,
     /// One bit an entry: a task of its owner's was left and started by the
     /// watch; its pushes start drainers as before.
     eager: AtomicU64,
@@ -84,7 +87,6 @@ pub(super) enum Look {
 impl Watch {
     pub(super) fn new() -> Watch {
         Watch {
-            held: AtomicBool::new(false),
             eager: AtomicU64::new(0),
             seen: Mutex::new(Seen { fills: [None; OUTSIDE_ENTRIES], pushes: 0, quiet: 0 }),
         }
@@ -92,11 +94,11 @@ impl Watch {
 
     /// Takes the watch for the calling pool thread; false when another
     /// holds it.
-    pub(super) fn try_hold(&self) -> bool {
-        // SeqCst: the hold is one side of the let-go's total order (see
-        // the module's comment); a push that reads it before it comes
-        // starts a drainer as before.
-        let held = self.held.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+    pub(super) fn try_hold(&self, drainers: &Drainers) -> bool {
+        // (A `SeqCst` update of the word: one side of the let-go's total
+        // order, see the module's comment; a push that reads the word
+        // before it starts a drainer as before.)
+        let held = drainers.hold_watch();
         if held {
             lock(&self.seen).quiet = 0;
         }
@@ -107,10 +109,10 @@ impl Watch {
     /// fence: true when the watch takes care of the task, and no drainer
     /// needs a start.
     #[inline(always)]
-    pub(super) fn covers(&self, entry: usize) -> bool {
+    pub(super) fn covers(&self, drainers: &Drainers, entry: usize) -> bool {
         // Relaxed: ordered after the put by the caller's fence; the
         // let-go's fence is the other side.
-        self.held.load(Ordering::Relaxed) && self.eager.load(Ordering::Relaxed) & (1 << entry) == 0
+        drainers.hint().watch_held() && self.eager.load(Ordering::Relaxed) & (1 << entry) == 0
     }
 
     /// `entry` has a new owner: its pushes wake nobody again while the
@@ -121,10 +123,10 @@ impl Watch {
     }
 
     /// Lets go of the watch; the caller then looks at the entries.
-    pub(super) fn let_go(&self) {
-        self.held.store(false, Ordering::SeqCst);
-        // SeqCst fence: the store before the caller's look, against the
-        // pusher's put, fence and load of `held` (mutation 17 takes the
+    pub(super) fn let_go(&self, drainers: &Drainers) {
+        drainers.let_go_watch();
+        // SeqCst fence: the update before the caller's look, against the
+        // pusher's put, fence and load of the word (mutation 17 takes the
         // look out).
         fence(Ordering::SeqCst);
     }
@@ -173,7 +175,7 @@ impl Scheduler {
     pub(super) fn take_watch(&self) -> bool {
         self.config.waiters_run != crate::exec::config::WaiterRuns::Nothing
             && self.deques.outside_entries() > 0
-            && self.watch.try_hold()
+            && self.watch.try_hold(&self.drainers)
     }
 
     /// The watcher's period ended: looks at the entries; false when it let
@@ -196,7 +198,7 @@ impl Scheduler {
     /// The watcher lets go of the watch, and starts a drainer for a task
     /// that a push left to it.
     pub(super) fn let_go_watch(&self) {
-        self.watch.let_go();
+        self.watch.let_go(&self.drainers);
         if !mutation::WATCH_NO_RECHECK && self.deques.any_outside_task() {
             self.start_drainer(self.drainers.start_if_permit_free());
         }
@@ -207,35 +209,38 @@ impl Scheduler {
 mod tests {
     use super::*;
 
+    fn held() -> (Watch, Drainers) {
+        let (watch, drainers) = (Watch::new(), Drainers::new(1, 1));
+        assert!(watch.try_hold(&drainers));
+        (watch, drainers)
+    }
+
     #[test]
     fn a_task_seen_at_two_looks_in_a_row_is_left_and_its_entry_becomes_eager() {
-        let watch = Watch::new();
-        assert!(watch.try_hold());
-        assert!(watch.covers(1));
+        let (watch, d) = held();
+        assert!(watch.covers(&d, 1));
         // Entry 1 holds the task of its fill 5; entry 0 is empty.
         let fills = |entry: usize| if entry == 1 { (5, true) } else { (2, false) };
         assert_eq!(watch.look(2, fills), Look::Nothing, "seen once: its owner may take it yet");
         assert_eq!(watch.look(2, fills), Look::Left);
-        assert!(!watch.covers(1), "entry 1 is eager");
-        assert!(watch.covers(0));
+        assert!(!watch.covers(&d, 1), "entry 1 is eager");
+        assert!(watch.covers(&d, 0));
         watch.forget_entry(1);
-        assert!(watch.covers(1), "a new owner's pushes are covered again");
+        assert!(watch.covers(&d, 1), "a new owner's pushes are covered again");
     }
 
     #[test]
     fn a_new_fill_between_two_looks_is_not_left() {
-        let watch = Watch::new();
-        assert!(watch.try_hold());
+        let (watch, d) = held();
         assert_eq!(watch.look(1, |_| (5, true)), Look::Nothing);
         assert_eq!(watch.look(1, |_| (6, true)), Look::Nothing, "its owner took fill 5 and queued again");
-        assert!(watch.covers(0));
+        assert!(watch.covers(&d, 0));
     }
 
     #[test]
     fn the_watch_goes_quiet_after_periods_without_a_push() {
-        let watch = Watch::new();
-        assert!(watch.try_hold());
-        assert!(!watch.try_hold(), "one watcher at a time");
+        let (watch, d) = held();
+        assert!(!watch.try_hold(&d), "one watcher at a time");
         for period in 0..QUIET_PERIODS {
             assert_eq!(watch.look(1, |_| (period as u64 % 2, false)), Look::Nothing, "pushes move the count");
         }
@@ -243,8 +248,9 @@ mod tests {
             assert_eq!(watch.look(1, |_| (7, false)), Look::Nothing);
         }
         assert_eq!(watch.look(1, |_| (7, false)), Look::Quiet);
-        watch.let_go();
-        assert!(!watch.covers(0));
-        assert!(watch.try_hold());
+        watch.let_go(&d);
+        assert!(!watch.covers(&d, 0));
+        assert!(d.snapshot().permits() == 0 && d.snapshot().drainers() == 0, "the flag alone");
+        assert!(watch.try_hold(&d));
     }
 }
