@@ -147,6 +147,10 @@ run 16-gate-no-fence-loom mutation-gate-no-fence caught "queued behind the close
 # loom finds a task queued as it lets go with no drainer.
 run 17-watch-no-recheck-loom mutation-watch-no-recheck caught "was stranded" -- \
     "${loom[@]}" --features mutation-watch-no-recheck --lib -- --exact exec::threads::loom_watch::a_task_queued_as_the_watcher_lets_go_gets_a_drainer
+# (18) The last held task's release does not tell the threads waiting for
+# idleness: loom finds the waiter asleep for good.
+run 18-held-no-notify-loom mutation-held-no-notify caught "deadlock" -- \
+    "${loom[@]}" --features mutation-held-no-notify --lib -- --exact exec::threads::loom_idle::the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -113,3 +113,10 @@ pub(crate) const GATE_NO_FENCE: bool = cfg!(feature = "mutation-gate-no-fence");
 /// waits in its entry until its owner takes it: forever, when the owner
 /// does not wait for it.
 pub(crate) const WATCH_NO_RECHECK: bool = cfg!(feature = "mutation-watch-no-recheck");
+
+/// (18) The release of the last task held out of the queue and the
+/// entries (a task switched out, a waiter's batch without an entry) does
+/// not tell the threads waiting for idleness (`exec/threads/idle.rs`,
+/// `IdleSignal::release`): one that went to sleep before it sleeps on
+/// (the 100 ms safety net in production; a loom model has no timeout).
+pub(crate) const HELD_NO_NOTIFY: bool = cfg!(feature = "mutation-held-no-notify");

@@ -45,7 +45,6 @@ use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
 use crate::probe::fuzz;
 use crate::probe::observe;
 use crate::sync::tls;
-use crate::sync::Ordering;
 
 /// The run loop on a task stack: resumed with a batch to run (or `None`: it
 /// ends), yields the node of a task that switched out, or null when the
@@ -351,15 +350,16 @@ impl Scheduler {
     /// A task of this scheduler is about to switch out (called by the
     /// drainer running it, so the scheduler is not idle meanwhile).
     pub(super) fn switching_out(&self) {
-        // SeqCst, as `is_idle`'s read: a thread waiting for idleness must
-        // not see the drainer gone before it sees the task switched out.
-        self.held.fetch_add(1, Ordering::SeqCst);
+        // (SeqCst, as `is_idle`'s read: a thread waiting for idleness must
+        // not see the drainer gone before it sees the task switched out.)
+        self.idle.hold();
     }
 
     /// A switched-out task was taken up again, by a drainer (which keeps
     /// the scheduler from being idle from here on).
     pub(super) fn switched_in(&self) {
-        self.held.fetch_sub(1, Ordering::SeqCst);
+        // (Its drainer holds it now: no notification, whatever the count.)
+        let _ = self.idle.release();
     }
 }
 

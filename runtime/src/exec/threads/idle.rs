@@ -1,6 +1,19 @@
 //! Threads waiting for a scheduler to become idle ([`IdleSignal`]): a
 //! spin, then a wait under a lock that the last drainer's notification
-//! takes too (README.md beside this file, "Idle, and the destroy hook").
+//! takes too (README.md beside this file, "Idle, and the destroy hook");
+//! and the tasks that no drainer, queue or entry holds, which keep the
+//! scheduler from being idle meanwhile.
+//!
+//! One atomic word, every change a `SeqCst` read-modify-write:
+//!
+//! ```text
+//!   bits  0..44  held     tasks switched out of their thread and not yet
+//!                         taken up again (`fibers.rs`), or taken by a
+//!                         thread outside the pool without an entry, or
+//!                         moving from an exiting thread's entry to the
+//!                         queue (`waiter.rs`)
+//!   bits 44..64  waiters  threads waiting for idleness
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -8,18 +21,50 @@ use crate::sync::asymmetric;
 use crate::sync::backoff::Backoff;
 use crate::sync::mutation;
 use crate::sync::signal;
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
-/// Threads waiting for a scheduler to become idle, and their wake-up.
+const HELD: u64 = 1;
+const WAITER: u64 = 1 << 44;
+
+/// Threads waiting for a scheduler to become idle, their wake-up, and the
+/// tasks held out of the queue and the entries.
 pub(super) struct IdleSignal {
-    waiters: AtomicUsize,
+    word: AtomicU64,
     lock: signal::Mutex<()>,
     cv: signal::Condvar,
 }
 
 impl IdleSignal {
     pub(super) fn new() -> IdleSignal {
-        IdleSignal { waiters: AtomicUsize::new(0), lock: signal::Mutex::new(()), cv: signal::Condvar::new() }
+        IdleSignal { word: AtomicU64::new(0), lock: signal::Mutex::new(()), cv: signal::Condvar::new() }
+    }
+
+    /// A task is held out of the queue and the entries: before a switch
+    /// out, before a take by a waiter without an entry.
+    pub(super) fn hold(&self) {
+        // SeqCst, as `held`'s load in `is_idle`: a thread that sees the
+        // holder's other traces gone sees the count raised.
+        self.word.fetch_add(HELD, Ordering::SeqCst);
+    }
+
+    /// A held task is taken up again, or the waiter's batch ended: true
+    /// when that was the last one held and a thread waits for idleness
+    /// (the caller then looks at idleness and notifies, `notify_if`).
+    pub(super) fn release(&self) -> bool {
+        // SeqCst: with `wait`'s SeqCst increment of the waiters, one of the
+        // two sees the other (the waiter's look sees the count down, or
+        // this update sees the waiter).
+        let before = self.word.fetch_sub(HELD, Ordering::SeqCst);
+        !mutation::HELD_NO_NOTIFY && before % WAITER == HELD && before >= WAITER
+    }
+
+    /// The tasks held (see the module's comment).
+    pub(super) fn held(&self) -> usize {
+        (self.word.load(Ordering::SeqCst) % WAITER) as usize
+    }
+
+    fn waiters(&self, order: Ordering) -> u64 {
+        self.word.load(order) / WAITER
     }
 
     /// The spin of a thread that waits for idleness. Fewer rounds in a loom
@@ -38,14 +83,14 @@ impl IdleSignal {
         // snooze round (or its whole idle wait, as before); whether a
         // waiter hears of idleness rests on the SeqCst pair of `wait`'s
         // increment and `notify`'s load.
-        self.waiters.load(Ordering::Relaxed) > 0
+        self.waiters(Ordering::Relaxed) > 0
     }
 
     /// Wakes the waiters, if any (called when the last drainer left).
     pub(super) fn notify(&self) {
         // SeqCst, as the waiter's increment: either the waiter's check of
         // `is_idle` sees the drainer gone, or we see the waiter here.
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        if self.waiters(Ordering::SeqCst) > 0 {
             let _guard = signal::lock(&self.lock);
             self.cv.notify_all();
         }
@@ -58,7 +103,7 @@ impl IdleSignal {
         // SeqCst, as in `notify`: with the caller's SeqCst update before
         // it, either the waiter's look at `is_idle` sees that update, or
         // this load sees the waiter.
-        if self.waiters.load(Ordering::SeqCst) > 0 && is_idle() {
+        if self.waiters(Ordering::SeqCst) > 0 && is_idle() {
             let _guard = signal::lock(&self.lock);
             self.cv.notify_all();
         }
@@ -66,7 +111,7 @@ impl IdleSignal {
 
     pub(super) fn wait(&self, timeout: Option<Duration>, is_idle: impl Fn() -> bool) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
-        self.waiters.fetch_add(1, Ordering::SeqCst);
+        self.word.fetch_add(WAITER, Ordering::SeqCst);
         // Drainers without a task leave as soon as they see a waiter
         // (`run_drainer`): that takes a moment, not a sleep and a wake.
         let mut backoff = IdleSignal::backoff();
@@ -79,7 +124,7 @@ impl IdleSignal {
             }
         };
         let idle = spun_idle || self.sleep_until_idle(deadline, &is_idle);
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.word.fetch_sub(WAITER, Ordering::SeqCst);
         idle
     }
 

@@ -44,3 +44,32 @@ fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
         drainer.join().unwrap();
     });
 }
+
+/// A thread waits for idleness while the only task held out of the queue
+/// (a waiter's batch without an entry, a task switched out) is let go: the
+/// release that brings the count to zero sees the waiter, in the same
+/// read-modify-write, and notifies; or the waiter's look sees the count
+/// down. Either way the waiter hears of idleness.
+#[test]
+fn the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness() {
+    loom::model(|| {
+        let idle = Arc::new(IdleSignal::new());
+        idle.hold();
+        let holder = {
+            let idle = Arc::clone(&idle);
+            thread::spawn(move || {
+                // (A yield, so that loom also runs the release after the
+                // waiter's spin and re-check, as the other model's drainer.)
+                if !idle.has_waiters() {
+                    thread::yield_now();
+                }
+                // `WaiterHold`'s drop.
+                if idle.release() {
+                    idle.notify_if(|| idle.held() == 0);
+                }
+            })
+        };
+        assert!(idle.wait(None, || idle.held() == 0));
+        holder.join().unwrap();
+    });
+}

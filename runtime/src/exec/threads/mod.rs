@@ -103,7 +103,7 @@ use crate::sync::fenv::PoolEnv;
 use crate::sync::misuse::abort_misuse;
 use crate::sync::process::{lock, Mutex};
 use crate::sync::tls;
-use crate::sync::{AtomicBool, AtomicUsize};
+use crate::sync::AtomicBool;
 
 /// How often a thread blocked inside a task checks whether every runtime
 /// thread is blocked (see [`Blocked::check_stuck`]).
@@ -137,6 +137,8 @@ pub(crate) struct Scheduler {
     /// The pool's threads, spawned by us so that shutdown can join them.
     pool_threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
     spares: Spares,
+    /// The threads waiting for idleness, and the tasks held out of the
+    /// queue and the entries by no drainer (`idle.rs`).
     idle: IdleSignal,
     /// Idle drainers looking for work, and how many may at once: one a
     /// core, at most the workers (`Lookout::for_cores`; why:
@@ -147,13 +149,6 @@ pub(crate) struct Scheduler {
     stuck_reported: AtomicBool,
     /// The one-line report of a thread refused by the system was printed.
     refusal_reported: AtomicBool,
-    /// Tasks held out of the queue, the slots and the entries by no
-    /// drainer: switched out of their thread (on a task stack of their
-    /// own) and not yet taken up again (`fibers.rs`), or taken by a thread
-    /// outside the pool without an entry, or moving from an exiting
-    /// thread's entry to the queue (`waiter.rs`). While any is, the
-    /// scheduler is not idle.
-    held: AtomicUsize,
     /// The pool threads' first floating-point environment (`waiter.rs`).
     pool_env: PoolEnv,
     /// The machine's parallelism (`Scheduler::cores_taken`).
@@ -372,7 +367,6 @@ impl Scheduler {
             lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
-            held: AtomicUsize::new(0),
             pool_env,
             cores,
             me: me.clone(),

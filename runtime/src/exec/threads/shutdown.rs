@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::exec::threads::Scheduler;
 use crate::sync::misuse::{abort_misuse, warn};
 use crate::sync::process::lock;
-use crate::sync::Ordering;
 
 impl Scheduler {
     /// True when no task is queued or running. The holders of tasks
@@ -20,7 +19,7 @@ impl Scheduler {
             && self.queue.is_empty()
             && !self.deques.any_outside_task()
             && self.deques.outside_running() == 0
-            && self.held.load(Ordering::SeqCst) == 0
+            && self.idle.held() == 0
     }
 
     /// True when some task is queued or running; false when none is, or
@@ -43,7 +42,7 @@ impl Scheduler {
     pub(crate) fn tasks_in_flight(&self) -> usize {
         self.queue.len()
             + self.drainers.snapshot().drainers()
-            + self.held.load(Ordering::SeqCst)
+            + self.idle.held()
             + self.deques.outside_running()
     }
 

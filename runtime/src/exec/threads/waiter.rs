@@ -36,7 +36,6 @@ use crate::exec::threads::fibers::Batch;
 use crate::exec::threads::fibers::WaiterFiber;
 use crate::exec::threads::{binding, overflow, Scheduler};
 use crate::object::completion::Completion;
-use crate::sync::Ordering;
 
 /// How many tasks of the pool's deques that it does not wait for a waiter
 /// moves to the shared queue in one batch, at most: a bound on how much it
@@ -181,9 +180,9 @@ impl Scheduler {
     /// waiter with an entry holds its batch through the entry's running
     /// flag: `with_waiter_fiber`.)
     pub(super) fn hold_for_waiter(&self) -> WaiterHold<'_> {
-        // SeqCst, as `is_idle`'s load: a thread that sees the queue and
-        // the entries empty after a take sees the count raised.
-        self.held.fetch_add(1, Ordering::SeqCst);
+        // (SeqCst, as `is_idle`'s load: a thread that sees the queue and
+        // the entries empty after a take sees the count raised.)
+        self.idle.hold();
         WaiterHold(self)
     }
 
@@ -231,7 +230,7 @@ impl Drop for WaiterHold<'_> {
         // SeqCst: with a leaving drainer's `SeqCst` update and its look at
         // this count in `is_idle`, one of the two sees the other gone; the
         // one that does tells the threads waiting for idleness.
-        if self.0.held.fetch_sub(1, Ordering::SeqCst) == 1 {
+        if self.0.idle.release() {
             self.0.idle.notify_if(|| self.0.is_idle());
         }
     }
