@@ -89,7 +89,7 @@ pub(crate) const LEAVE_NO_FENCE: bool = cfg!(feature = "mutation-leave-no-fence"
 
 /// (14) A thread that put a task in its next-task slot or its outside
 /// entry looks at the lookers and the permits without the `SeqCst` fence
-/// after the put (`exec/threads/lookout.rs`, `Lookout::should_start`):
+/// after the put (`exec/threads/lookout.rs`, `Drainers::should_start`):
 /// it may see a drainer still looking, or a permit still taken, that is
 /// gone, while that drainer's look missed the put.
 pub(crate) const PUSH_NO_FENCE: bool = cfg!(feature = "mutation-push-no-fence");

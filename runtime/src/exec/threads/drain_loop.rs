@@ -226,7 +226,7 @@ impl Scheduler {
                         // A producer that saw this drainer looking started
                         // no drainer for the task it put in its slot: look
                         // at the slots again (`lookout.rs`).
-                        self.lookout.stop_looking(&self.drainers);
+                        self.drainers.stop_looking();
                         self.after_looking();
                     }
                 }
@@ -250,12 +250,12 @@ impl Scheduler {
                 continue;
             }
             // Enough drainers look for work already: leave (see
-            // `Scheduler::lookout`). Counted from the first spin round,
+            // `Drainers::new`). Counted from the first spin round,
             // not the first yield: a cap on the yielding ones only was
             // slower than no cap (4 workers on 2 cores, fine-grained loops:
             // 0.82 s against 0.57 s; this cap 0.34 s).
             if !st.spinning {
-                if !self.lookout.start_looking(&self.drainers) {
+                if !self.drainers.start_looking() {
                     st.patience.set_last_look(true);
                     // The drainers that look for work take care of the
                     // outside threads' young tasks (`deques.rs`).
@@ -288,7 +288,7 @@ impl Scheduler {
                 // µs after its loop, against 1-3 µs from the shared queue);
                 // a nap would come too late (a 50 µs sleep is what the
                 // kernel's timer slack makes of any shorter one). At most
-                // the lookout's cap of drainers look for work at once. The
+                // the lookers' cap of drainers look for work at once. The
                 // spin does not look at the entry (`wait_for_outside`),
                 // only at the shared queue and at whether somebody waits
                 // for idleness.

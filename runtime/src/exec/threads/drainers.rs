@@ -3,14 +3,14 @@
 //! and the threads blocked in an `Await*` inside a task, and says whether
 //! a sleeping pool thread holds the watch. `README.md`
 //! beside this file describes the protocol built on it; `mod.rs`,
-//! `lookout.rs` and `watch.rs` follow it, and the loom models in
+//! `lookout.rs` (the lookers' checks) and `watch.rs` follow it, and the loom models in
 //! `loom_drainers.rs`, `loom_slot.rs`, `loom_entries.rs`, `loom_spares.rs`
 //! and `loom_watch.rs` check it.
 //!
 //! ```text
 //!   bits  0..12  permits  drainers allowed to take tasks now (<= workers)
 //!   bits 12..20  lookers  drainers that look for work (`lookout.rs`;
-//!                         <= its cap, at most 255)
+//!                         <= `max_lookers`, at most 255)
 //!   bits 20..34  jobs     drainer jobs owed to a thread (`pool_starts.rs`)
 //!                         or running, not ended (<= threads)
 //!   bits 34..48  threads  runtime threads: the pool's, and the spares
@@ -72,8 +72,8 @@ const WATCH: u64 = 1 << 62;
 /// `config::HARD_MAX_THREADS`, below 2^14).
 const REFUSED: u64 = 1 << 63;
 
-/// The most lookers the word counts (`Lookout::for_cores` caps them).
-pub(super) const MAX_LOOKERS: usize = (1 << LOOKERS.bits) - 1;
+/// The most lookers the word counts.
+const MAX_LOOKERS: usize = (1 << LOOKERS.bits) - 1;
 
 const _: () = assert!(config::MAX_WORKERS < 1 << PERMITS.bits, "the permits field holds the workers");
 const _: () = assert!(PERMITS.unit == 1 && LOOKERS.unit == 1 << PERMITS.bits, "the lookers right above the permits");
@@ -148,15 +148,25 @@ pub(super) struct Drainers {
     workers: u64,
     /// Runtime threads at most (`MLIR_ASYNC_RUNTIME_MAX_THREADS`).
     max_threads: u64,
+    /// Drainers that may look for work at once; one beyond that leaves at
+    /// once (README.md beside this file, "How a thread waits").
+    max_lookers: usize,
 }
 
 impl Drainers {
     /// `workers` permits, as many threads to begin with (the pool's), at
-    /// most `max_threads` threads.
-    pub(crate) fn new(workers: usize, max_threads: usize) -> Drainers {
+    /// most `max_threads` threads; as many drainers looking for work at
+    /// once as `cores`, as rayon lets every idle thread search, at most the
+    /// workers (and 255).
+    pub(crate) fn new(workers: usize, max_threads: usize, cores: usize) -> Drainers {
         assert!((1..=config::HARD_MAX_THREADS).contains(&max_threads), "thread cap out of range");
         assert!((1..=max_threads.min(config::MAX_WORKERS)).contains(&workers), "worker count out of range");
-        Drainers { word: AtomicU64::new(workers as u64 * THREAD), workers: workers as u64, max_threads: max_threads as u64 }
+        Drainers {
+            word: AtomicU64::new(workers as u64 * THREAD),
+            workers: workers as u64,
+            max_threads: max_threads as u64,
+            max_lookers: cores.clamp(1, workers).min(MAX_LOOKERS),
+        }
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -164,7 +174,7 @@ impl Drainers {
     }
 
     /// The word, `Relaxed`: a hint, or a load that a `SeqCst` fence
-    /// orders (`Lookout::should_start`, `Lookout::after_looking`).
+    /// orders (`Drainers::should_start`, `Drainers::after_looking`).
     pub(super) fn hint(&self) -> Snapshot {
         Snapshot(self.word.load(Ordering::Relaxed))
     }
@@ -183,13 +193,13 @@ impl Drainers {
     }
 
     /// An idle drainer starts looking for work; false (and nothing
-    /// counted) when `max` drainers look already.
-    pub(super) fn start_looking(&self, max: usize) -> bool {
+    /// counted) when enough drainers look already.
+    pub(super) fn start_looking(&self) -> bool {
         // SeqCst: see `try_start`; the lookers' count is one side of the
         // put's fence and look (`lookout.rs`).
         self.word
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-                (Snapshot(w).lookers() < max).then_some(w + LOOKER)
+                (Snapshot(w).lookers() < self.max_lookers).then_some(w + LOOKER)
             })
             .is_ok()
     }
@@ -207,7 +217,9 @@ impl Drainers {
         let _ = self.update(|w| w & !WATCH);
     }
 
-    /// A drainer that looked for work stops: it found a task, or leaves.
+    /// A drainer that looked for work stops because it found a task; it
+    /// then calls [`Drainers::after_looking`]. (One that leaves stops in
+    /// its [`Drainers::leave`].)
     pub(super) fn stop_looking(&self) {
         let _ = self.update(|w| w - LOOKER);
     }
@@ -381,7 +393,7 @@ mod tests {
 
     #[test]
     fn wakes_the_pool_up_to_the_workers_then_nothing() {
-        let d = Drainers::new(2, 4);
+        let d = Drainers::new(2, 4, 1);
         assert_eq!(d.try_start(), Start::Wake);
         assert_eq!(d.try_start(), Start::Wake);
         assert_eq!(d.try_start(), Start::NotNeeded);
@@ -391,9 +403,9 @@ mod tests {
 
     #[test]
     fn a_put_starts_a_drainer_only_with_a_permit_free_and_nobody_looking() {
-        let d = Drainers::new(config::MAX_WORKERS, config::HARD_MAX_THREADS);
+        let d = Drainers::new(config::MAX_WORKERS, config::HARD_MAX_THREADS, 1000);
         assert!(d.permit_free_and_nobody_looking(d.snapshot()));
-        assert!(d.start_looking(MAX_LOOKERS));
+        assert!(d.start_looking());
         assert!(!d.permit_free_and_nobody_looking(d.snapshot()), "one looks");
         d.stop_looking();
         for _ in 1..config::MAX_WORKERS {
@@ -403,10 +415,10 @@ mod tests {
         assert_eq!(d.try_start(), Start::Wake);
         assert!(!d.permit_free_and_nobody_looking(d.snapshot()), "every permit taken");
         for looking in 1..=MAX_LOOKERS {
-            assert!(d.start_looking(MAX_LOOKERS));
+            assert!(d.start_looking());
             assert_eq!(d.snapshot().lookers(), looking);
         }
-        assert!(!d.start_looking(MAX_LOOKERS), "the field's largest count");
+        assert!(!d.start_looking(), "the field's largest count");
         let s = d.leave(true, true);
         assert_eq!((s.permits(), s.lookers(), s.drainers()), (config::MAX_WORKERS - 1, MAX_LOOKERS - 1, config::MAX_WORKERS - 1));
         assert!(!d.permit_free_and_nobody_looking(s), "a permit free, but drainers look");
@@ -414,7 +426,7 @@ mod tests {
 
     #[test]
     fn a_blocked_pool_thread_is_replaced_by_a_spare_that_stays() {
-        let d = Drainers::new(1, 4);
+        let d = Drainers::new(1, 4, 1);
         assert_eq!(d.try_start(), Start::Wake);
         let s = d.block(true);
         assert_eq!((s.permits(), s.drainers(), s.blocked()), (0, 1, 1));
@@ -435,7 +447,7 @@ mod tests {
 
     #[test]
     fn at_the_cap_nothing_starts_until_a_blocked_thread_goes_on() {
-        let d = Drainers::new(1, 1);
+        let d = Drainers::new(1, 1, 1);
         assert_eq!(d.try_start(), Start::Wake);
         let _ = d.block(true);
         assert!(d.at_cap());
@@ -450,7 +462,7 @@ mod tests {
     #[test]
     fn the_largest_cap_fits_below_the_retry_flag() {
         let cap = crate::exec::config::HARD_MAX_THREADS;
-        let d = Drainers::new(1, cap);
+        let d = Drainers::new(1, cap, 1);
         assert_eq!(d.try_start(), Start::Wake);
         for _ in 1..cap {
             let _ = d.block(true);
@@ -465,7 +477,7 @@ mod tests {
 
     #[test]
     fn a_refused_spawn_gives_everything_back_and_is_retried_once() {
-        let d = Drainers::new(1, 4);
+        let d = Drainers::new(1, 4, 1);
         assert_eq!(d.try_start(), Start::Wake);
         let _ = d.block(true);
         assert_eq!(d.try_start(), Start::Spawn);

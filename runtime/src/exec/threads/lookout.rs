@@ -8,12 +8,12 @@
 //! idle drainer must be looking, or be started:
 //!
 //! - the producer, after the put: `SeqCst` fence; if no drainer looks for
-//!   work, start one if a permit is free ([`Lookout::should_start`]);
+//!   work, start one if a permit is free ([`Drainers::should_start`]);
 //! - a drainer that stops looking (it found a task, or leaves): `SeqCst`
 //!   decrement of the count (a field of the drainers word, `drainers.rs`);
 //!   (when it leaves, its `SeqCst` update of the word;) `SeqCst` fence; if
 //!   no drainer looks for work now and a task waits in a slot or deque,
-//!   start one if a permit is free ([`Lookout::after_looking`]).
+//!   start one if a permit is free ([`Drainers::after_looking`]).
 //!
 //! If the producer's fence comes first, the drainer's look after its own
 //! fence sees the task; otherwise the producer's load sees the count
@@ -27,48 +27,21 @@
 //! against the producer's push, fence and look at the permits. loom model:
 //! `loom_entries.rs`.
 
-use crate::exec::threads::drainers::{Drainers, Start, MAX_LOOKERS};
+use crate::exec::threads::drainers::{Drainers, Start};
 use crate::sync::fence;
 use crate::sync::mutation;
 use crate::sync::Ordering;
 
-/// How many idle drainers may look for work at once; a drainer beyond that
-/// leaves at once. The count itself is a field of the drainers word
-/// (`drainers.rs`), beside the permits: the put's check reads both in one
-/// load.
-pub(super) struct Lookout {
-    max: usize,
-}
-
-impl Lookout {
-    pub(super) fn new(max: usize) -> Lookout {
-        Lookout { max: max.min(MAX_LOOKERS) }
-    }
-
-    /// As many lookers at once as `cores`, as rayon lets every idle thread
-    /// search, and at most the `workers`.
-    pub(super) fn for_cores(cores: usize, workers: usize) -> Lookout {
-        Lookout::new(cores.clamp(1, workers.max(1)))
-    }
-
-    /// A drainer found no task and starts looking; false (and nothing
-    /// counted) when enough drainers look already.
-    pub(super) fn start_looking(&self, drainers: &Drainers) -> bool {
-        drainers.start_looking(self.max)
-    }
-
-    /// A drainer that looked stops: it found a task, or leaves. The caller
-    /// then calls [`Lookout::after_looking`] (after its leave, if it
-    /// leaves).
-    pub(super) fn stop_looking(&self, drainers: &Drainers) {
-        drainers.stop_looking();
-    }
-
+/// The lookers' side of the drainers word: the checks after a put and
+/// after a drainer stops looking. (The count is a field of the word,
+/// beside the permits, and its cap a field of [`Drainers`]: the put's
+/// check reads both in one load.)
+impl Drainers {
     /// After a task was put in this thread's slot, deque or entry: true
     /// when a drainer should be started for it (none looks for work, and a
     /// permit seems free: the caller then tries [`Drainers::try_start`]).
     #[inline(always)]
-    pub(super) fn should_start(&self, drainers: &Drainers) -> bool {
+    pub(super) fn should_start(&self) -> bool {
         // SeqCst fence: orders the put before the load of the word;
         // `after_looking` and `after_last_leave` have the other side
         // (mutation 14 takes it out).
@@ -76,22 +49,22 @@ impl Lookout {
             fence(Ordering::SeqCst);
         }
         // Relaxed: ordered by the fence.
-        drainers.permit_free_and_nobody_looking(drainers.hint())
+        self.permit_free_and_nobody_looking(self.hint())
     }
 
     /// After a drainer stopped looking for work, left or blocked: the
     /// drainer to start for a task that waits in a slot or deque
     /// (`any_local_task`), if no other drainer looks for work and a permit
     /// is free.
-    pub(super) fn after_looking(&self, drainers: &Drainers, any_local_task: impl Fn() -> bool) -> Start {
+    pub(super) fn after_looking(&self, any_local_task: impl Fn() -> bool) -> Start {
         if mutation::SLOT_NO_RECHECK {
             return Start::NotNeeded;
         }
         // SeqCst fence: orders this drainer's decrement (and leave) before
         // its look; see `should_start`.
         fence(Ordering::SeqCst);
-        if drainers.permit_free_and_nobody_looking(drainers.hint()) && any_local_task() {
-            drainers.start_if_permit_free()
+        if self.permit_free_and_nobody_looking(self.hint()) && any_local_task() {
+            self.start_if_permit_free()
         } else {
             Start::NotNeeded
         }
@@ -103,7 +76,7 @@ impl Lookout {
 /// in an outside thread's entry (`any_outside_task`), or `None` when the
 /// scheduler is idle. The entry's owner may never take that task (it
 /// spins on memory, or waits in a condvar), and the lookers that a drainer
-/// over the lookout's cap left it to may have left since.
+/// over the lookers' cap left it to may have left since.
 pub(super) fn after_last_leave(drainers: &Drainers, any_outside_task: impl Fn() -> bool) -> Option<Start> {
     if mutation::ENTRY_NO_RECHECK {
         return None;
@@ -111,7 +84,7 @@ pub(super) fn after_last_leave(drainers: &Drainers, any_outside_task: impl Fn() 
     // No fence of its own: `Drainers::after_leave`'s `SeqCst` fence, after
     // the leave's `SeqCst` update of the word, comes before this look. It
     // pairs with the producer's push, fence and look at the permits
-    // (`Lookout::should_start`): either the producer sees the permit free
+    // (`Drainers::should_start`): either the producer sees the permit free
     // and starts a drainer, or this look sees its task (mutation 13 takes
     // that fence out; loom finds the task stranded).
     any_outside_task().then(|| drainers.start_if_permit_free())

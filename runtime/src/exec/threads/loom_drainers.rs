@@ -27,7 +27,7 @@ struct Model {
 
 impl Model {
     fn new(workers: usize) -> Arc<Model> {
-        Arc::new(Model { drainers: Drainers::new(workers, workers + 1), queued: AtomicUsize::new(0) })
+        Arc::new(Model { drainers: Drainers::new(workers, workers + 1, 1), queued: AtomicUsize::new(0) })
     }
     /// One worker, whose pool job already holds the permit.
     fn with_one_drainer() -> Arc<Model> {

@@ -2,9 +2,9 @@
 //! "A waiting thread runs its producers", "No lost task"): a task that a thread
 //! outside the pool queued on its entry is taken even when its owner never
 //! takes it back (it spins on memory, or waits in a condvar), on the real
-//! [`Drainers`], [`Lookout`] and [`after_last_leave`]. The glue is the
+//! [`Drainers`] and [`after_last_leave`]. The glue is the
 //! scheduler's, step for step: `Scheduler::push_from_outside` (push, then
-//! `after_local_push`: start a drainer if [`Lookout::should_start`]), a
+//! `after_local_push`: start a drainer if [`Drainers::should_start`]), a
 //! drainer's last look and leave (`Scheduler::look_for_work`,
 //! `Scheduler::run_drainer`), and `Scheduler::act_after_leave`.
 //!
@@ -22,12 +22,11 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
-use crate::exec::threads::lookout::{after_last_leave, Lookout};
+use crate::exec::threads::lookout::after_last_leave;
 use crate::sync::Ordering;
 
 struct Model {
     drainers: Drainers,
-    lookout: Lookout,
     /// Tasks in the outside thread's entry.
     entry: AtomicUsize,
     /// Tasks taken out of the entry by drainers.
@@ -35,12 +34,11 @@ struct Model {
 }
 
 impl Model {
-    /// `workers` pool threads, each already in a drain job; the lookout
-    /// lets one drainer look for work at once.
+    /// `workers` pool threads, each already in a drain job; one drainer
+    /// may look for work at once.
     fn new(workers: usize) -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(workers, workers),
-            lookout: Lookout::new(1),
+            drainers: Drainers::new(workers, workers, 1),
             entry: AtomicUsize::new(0),
             taken: AtomicUsize::new(0),
         });
@@ -57,7 +55,7 @@ impl Model {
         // the owner pushes: a load and a store).
         let n = self.entry.load(Ordering::Relaxed);
         self.entry.store(n + 1, Ordering::Release);
-        if self.lookout.should_start(&self.drainers) {
+        if self.drainers.should_start() {
             self.drainers.try_start()
         } else {
             Start::NotNeeded
@@ -88,7 +86,7 @@ impl Model {
         match self.drainers.after_leave(after, || true) {
             AfterLeave::Start(start) => start,
             AfterLeave::Idle => after_last_leave(&self.drainers, || self.any_outside_task()).unwrap_or(Start::NotNeeded),
-            AfterLeave::Nothing => self.lookout.after_looking(&self.drainers, || self.any_outside_task()),
+            AfterLeave::Nothing => self.drainers.after_looking(|| self.any_outside_task()),
         }
     }
 
@@ -125,7 +123,7 @@ impl Model {
 fn a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken() {
     loom::model(|| {
         let m = Model::new(1);
-        assert!(m.lookout.start_looking(&m.drainers));
+        assert!(m.drainers.start_looking());
         let producer = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push_from_outside())
@@ -145,9 +143,9 @@ fn a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken() {
 fn a_drainer_over_the_cap_leaves_entry_tasks_to_the_lookers() {
     loom::model(|| {
         let m = Model::new(2);
-        assert!(m.lookout.start_looking(&m.drainers));
+        assert!(m.drainers.start_looking());
         // The other drainer found no task and enough drainers looking.
-        assert!(!m.lookout.start_looking(&m.drainers), "one drainer looks already: the other is over the cap");
+        assert!(!m.drainers.start_looking(), "one drainer looks already: the other is over the cap");
         let over_cap = {
             let m = Arc::clone(&m);
             thread::spawn(move || m.leave(false))

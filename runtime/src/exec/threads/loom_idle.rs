@@ -22,7 +22,7 @@ use crate::sync::Ordering;
 #[test]
 fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
     loom::model(|| {
-        let drainers = Arc::new(Drainers::new(1, 1));
+        let drainers = Arc::new(Drainers::new(1, 1, 1));
         let idle = Arc::new(IdleSignal::new());
         let queued = Arc::new(AtomicUsize::new(0));
         assert_eq!(drainers.try_start(), Start::Wake);

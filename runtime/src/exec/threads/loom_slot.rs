@@ -1,10 +1,10 @@
 //! loom models of the next-task slot (`slot.rs`) and of the wake-up of a
-//! task put in it (`lookout.rs`), on the real [`Slot`], [`Lookout`] and
+//! task put in it (`lookout.rs`), on the real [`Slot`] and
 //! [`Drainers`]. The glue is the scheduler's own, step for step:
 //! `Scheduler::push_local` (put, then start a drainer if
-//! [`Lookout::should_start`]), and an idle drainer's last look and leave in
+//! [`Drainers::should_start`]), and an idle drainer's last look and leave in
 //! `Scheduler::run_drainer` (steal from the slot, else stop looking, leave,
-//! [`Lookout::after_looking`]).
+//! [`Drainers::after_looking`]).
 //!
 //! `make loom` runs them; `scripts/check/mutations.sh` checks that the
 //! first one fails without the drainer's look at the slots after it stops
@@ -18,7 +18,6 @@ use loom::thread;
 
 use crate::base::task::{Origin, Task};
 use crate::exec::threads::drainers::{Drainers, Start};
-use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::slot::Slot;
 use crate::sync::Ordering;
 
@@ -33,7 +32,6 @@ fn task(origin: Origin) -> Task {
 
 struct Model {
     drainers: Drainers,
-    lookout: Lookout,
     slot: Slot,
     /// Tasks taken out of the slot by anybody.
     taken: AtomicUsize,
@@ -44,14 +42,13 @@ impl Model {
     /// other drainer holds one and looks for work.
     fn new() -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(2, 2),
-            lookout: Lookout::new(1),
+            drainers: Drainers::new(2, 2, 1),
             slot: Slot::new(),
             taken: AtomicUsize::new(0),
         });
         assert_eq!(m.drainers.try_start(), Start::Wake);
         assert_eq!(m.drainers.try_start(), Start::Wake);
-        assert!(m.lookout.start_looking(&m.drainers));
+        assert!(m.drainers.start_looking());
         m
     }
 
@@ -84,7 +81,7 @@ fn a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken() {
             thread::spawn(move || {
                 // `Scheduler::push_local`.
                 assert!(m.slot.put(task(Origin::Execute)).is_none());
-                if m.lookout.should_start(&m.drainers) {
+                if m.drainers.should_start() {
                     m.drainers.try_start()
                 } else {
                     Start::NotNeeded
@@ -96,7 +93,7 @@ fn a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken() {
         let mut starts = Vec::new();
         if !m.look() {
             let _ = m.drainers.leave(true, true);
-            starts.push(m.lookout.after_looking(&m.drainers, || m.slot.is_full()));
+            starts.push(m.drainers.after_looking(|| m.slot.is_full()));
         }
         starts.push(owner.join().unwrap());
         // Every drainer started looks once.

@@ -31,7 +31,7 @@ impl Model {
     /// One worker, and room for `spares` spares.
     fn new(spares: usize, refuse: bool) -> Arc<Model> {
         Arc::new(Model {
-            drainers: Drainers::new(1, 1 + spares),
+            drainers: Drainers::new(1, 1 + spares, 1),
             queued: AtomicUsize::new(0),
             ran: AtomicUsize::new(0),
             refuse: AtomicBool::new(refuse),

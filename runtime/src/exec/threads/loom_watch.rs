@@ -2,8 +2,8 @@
 //! watch"): a task that an outside thread puts into its empty entry while
 //! the watch holds, starting no drainer for it, is taken care of when the
 //! watcher lets go of the watch at that moment, on the real [`Drainers`],
-//! [`Lookout`] and [`Watch`]. The glue is the scheduler's, step for step:
-//! `Scheduler::push_from_outside` (the put, `Lookout::should_start`'s fence
+//! and [`Watch`]. The glue is the scheduler's, step for step:
+//! `Scheduler::push_from_outside` (the put, `Drainers::should_start`'s fence
 //! and look, then `Watch::covers`) and `Scheduler::let_go_watch`.
 //!
 //! The entry's deque is a counter, pushed with a release and looked at
@@ -16,14 +16,12 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::exec::threads::drainers::{Drainers, Start};
-use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::watch::Watch;
 use crate::sync::mutation;
 use crate::sync::Ordering;
 
 struct Model {
     drainers: Drainers,
-    lookout: Lookout,
     watch: Watch,
     /// Tasks in the outside thread's entry (entry 0).
     entry: AtomicUsize,
@@ -33,8 +31,7 @@ impl Model {
     /// One pool thread, asleep and holding the watch: its permit is free.
     fn new() -> Arc<Model> {
         let m = Arc::new(Model {
-            drainers: Drainers::new(1, 1),
-            lookout: Lookout::new(1),
+            drainers: Drainers::new(1, 1, 1),
             watch: Watch::new(),
             entry: AtomicUsize::new(0),
         });
@@ -47,7 +44,7 @@ impl Model {
         // Release, as crossbeam's store of `back` (only the owner pushes).
         let n = self.entry.load(Ordering::Relaxed);
         self.entry.store(n + 1, Ordering::Release);
-        if self.lookout.should_start(&self.drainers) && !self.watch.covers(&self.drainers, 0) {
+        if self.drainers.should_start() && !self.watch.covers(&self.drainers, 0) {
             self.drainers.try_start()
         } else {
             Start::NotNeeded

@@ -90,7 +90,6 @@ use crate::base::task::Task;
 use crate::exec::config::{platform_stack_size, Config, WaiterRuns};
 use crate::exec::threads::deques::Deques;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot};
-use crate::exec::threads::lookout::Lookout;
 use crate::exec::threads::pool_bindings::PoolBindings;
 use crate::exec::threads::pool_starts::PoolStarts;
 use crate::exec::threads::slot::Slot;
@@ -140,11 +139,6 @@ pub(crate) struct Scheduler {
     /// The threads waiting for idleness, and the tasks held out of the
     /// queue and the entries by no drainer (`idle.rs`).
     idle: IdleSignal,
-    /// Idle drainers looking for work, and how many may at once: one a
-    /// core, at most the workers (`Lookout::for_cores`; why:
-    /// docs/decisions/idle-backoff.md; the wake-up of a task put
-    /// in a slot: `lookout.rs`).
-    lookout: Lookout,
     /// The one-line report of a pool stuck at the cap was printed.
     stuck_reported: AtomicBool,
     /// The one-line report of a thread refused by the system was printed.
@@ -356,7 +350,7 @@ impl Scheduler {
             config,
             queue: Injector::new(),
             deques: Deques::new(config.max_threads),
-            drainers: Drainers::new(config.workers, config.max_threads),
+            drainers: Drainers::new(config.workers, config.max_threads, cores),
             pool: Mutex::new(None),
             pool_starts: PoolStarts::new(),
             watch: Watch::new(),
@@ -364,7 +358,6 @@ impl Scheduler {
             pool_threads,
             spares: Spares::new(config.workers),
             idle: IdleSignal::new(),
-            lookout: Lookout::for_cores(cores, config.workers),
             stuck_reported: AtomicBool::new(false),
             refusal_reported: AtomicBool::new(false),
             pool_env,
@@ -458,7 +451,7 @@ impl Scheduler {
     /// drainer if none looks for work and a permit is free (`lookout.rs`).
     #[inline(always)]
     fn after_local_push(&self) {
-        if self.lookout.should_start(&self.drainers) {
+        if self.drainers.should_start() {
             self.start_drainer(self.drainers.try_start());
         }
     }
@@ -467,7 +460,7 @@ impl Scheduler {
     /// for a task waiting in another thread's slot or deque if no other
     /// drainer looks for work and a permit is free (`lookout.rs`).
     fn after_looking(&self) {
-        self.start_drainer(self.lookout.after_looking(&self.drainers, || self.deques.any_local_task()));
+        self.start_drainer(self.drainers.after_looking(|| self.deques.any_local_task()));
     }
 
     /// See [`release_local_tasks`].
@@ -516,7 +509,7 @@ impl Scheduler {
             AfterLeave::Start(start) => self.start_drainer(start),
             // No drainer is alive, so no runtime thread's slot or deque
             // holds a task; an outside thread's entry may (a drainer over
-            // the lookout's cap leaves young outside tasks to the lookers,
+            // the lookers' cap leaves young outside tasks to the lookers,
             // which may have left since): a drainer for it, else idle.
             AfterLeave::Idle => match lookout::after_last_leave(&self.drainers, || self.deques.any_outside_task()) {
                 Some(start) => self.start_drainer(start),

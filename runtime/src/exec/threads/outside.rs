@@ -174,7 +174,7 @@ impl Scheduler {
         // (`runtime/tests/lifecycle.rs`,
         // `the_destroy_hook_returns_against_an_endless_producer`, hung in
         // 1 run of 2).
-        if self.lookout.should_start(&self.drainers) {
+        if self.drainers.should_start() {
             if fill && self.watch.covers(&self.drainers, entry.entry) {
                 observe::watch_covered();
             } else {

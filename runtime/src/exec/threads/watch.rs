@@ -9,7 +9,7 @@
 //! measured, in a futex wake of a sleeping CPU).
 //!
 //! - The push (`Scheduler::push_from_outside`): the put; `SeqCst` fence
-//!   (`Lookout::should_start`'s); then, if the watch is held and the entry
+//!   (`Drainers::should_start`'s); then, if the watch is held and the entry
 //!   is not eager, no start.
 //! - The watcher (`Scheduler::run_pool_thread`): a pool thread that goes
 //!   to sleep after a drainer takes the watch, if nobody holds it, and
@@ -210,7 +210,7 @@ mod tests {
     use super::*;
 
     fn held() -> (Watch, Drainers) {
-        let (watch, drainers) = (Watch::new(), Drainers::new(1, 1));
+        let (watch, drainers) = (Watch::new(), Drainers::new(1, 1, 1));
         assert!(watch.try_hold(&drainers));
         (watch, drainers)
     }
