@@ -115,10 +115,12 @@ def harness_cmd(args, prog, tools, runs):
 
 
 def planned_runs(args, prog, fuzz_seed, tools):
-    """--runs, or fewer when --max-seconds is set and a short calibration
-    (3 runs) says --runs would take longer."""
+    """(runs, seconds a run): --runs, or fewer when --max-seconds is set and
+    a short calibration (3 runs) says --runs would take longer (never fewer
+    than --min-runs); the seconds a run as calibrated (0 without
+    --max-seconds)."""
     if not args.max_seconds:
-        return args.runs
+        return args.runs, 0.0
     start = time.monotonic()
     r = subprocess.run(harness_cmd(args, prog, tools, 3), env=program_env(prog, fuzz_seed),
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -131,13 +133,13 @@ def planned_runs(args, prog, fuzz_seed, tools):
             per_run = max(json.loads(line)['p99_us'] / 1e6, 1e-6)
         except (ValueError, KeyError, TypeError):
             pass
-    return max(min(args.runs, int(args.max_seconds / per_run)), min(args.min_runs, args.runs))
+    return max(min(args.runs, int(args.max_seconds / per_run)), min(args.min_runs, args.runs)), per_run
 
 
 def harness_row(args, prog, fuzz_seed, tools):
     """One jit-harness process running the program --runs times."""
     mode = 'harness, fuzz %s' % ('off' if fuzz_seed is None else 'seed %d' % fuzz_seed)
-    runs = planned_runs(args, prog, fuzz_seed, tools)
+    runs, per_run = planned_runs(args, prog, fuzz_seed, tools)
     cmd = harness_cmd(args, prog, tools, runs)
     start = time.monotonic()
     row = {'program': prog['name'], 'mode': mode, 'runs': runs,
@@ -145,8 +147,11 @@ def harness_row(args, prog, fuzz_seed, tools):
     if runs < args.runs:
         row['note'] = 'capped from %d runs by --max-seconds' % args.runs
     # Generous overall limit: the harness's own watchdog reports hung runs;
-    # this only catches a harness that cannot report at all.
-    limit = 600 + runs * 0.2 + (3 * args.max_seconds if args.max_seconds else 0)
+    # this only catches a harness that cannot report at all. --min-runs may
+    # plan more runs than --max-seconds allows (nested-chain-1m under
+    # fuzzing: 200 runs of 4.3 s, past a limit of 676 s with --max-seconds
+    # 12, reported as hung): twice the calibrated time a run covers them.
+    limit = 600 + runs * max(0.2, 2 * per_run) + (3 * args.max_seconds if args.max_seconds else 0)
     try:
         r = subprocess.run(cmd, env=program_env(prog, fuzz_seed), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=limit)
