@@ -188,16 +188,17 @@ impl Config {
                 )),
             }
         }
-        let default_workers = default_workers.clamp(1, max.min(MAX_WORKERS));
+        // The most workers: the thread cap, and what the scheduler counts.
+        let most = max.min(MAX_WORKERS);
+        let default_workers = default_workers.clamp(1, most);
         let mut count = default_workers;
         if let Some(text) = workers {
             match text.trim().parse::<usize>() {
                 Ok(n) if n > max => {
                     warn(&format!(
-                        "{WORKERS_ENV}={n} is above the thread cap {max} ({MAX_THREADS_ENV}); using {} workers",
-                        max.min(MAX_WORKERS)
+                        "{WORKERS_ENV}={n} is above the thread cap {max} ({MAX_THREADS_ENV}); using {most} workers"
                     ));
-                    count = max.min(MAX_WORKERS);
+                    count = most;
                 }
                 Ok(n) if n > MAX_WORKERS => {
                     warn(&format!("{WORKERS_ENV}={n} is above the most workers, {MAX_WORKERS}; using {MAX_WORKERS}"));
