@@ -105,14 +105,14 @@ run 7-slot-no-recheck-loom mutation-slot-no-recheck caught "the task put in the 
 run baseline-migration "" pass "" -- "${normal[@]}" --test migration
 run 8-tls-inline mutation-tls-inline caught "thread-locals read stale after a switch" -- \
     "${normal[@]}" --features mutation-tls-inline --test migration
-# (9) the drainer parks a switched-out task's fiber without checking that
-# the object completed meanwhile: loom finds the task never resumed.
-# (10) the hand-off's acquire/release orderings relaxed: loom finds the
-# resuming thread's read of the parked fiber unordered with its write.
+# (9) the drainer takes a refused link of a switched-out task's node (the
+# object completed meanwhile) for a link: loom finds the task never resumed.
+# (10) the drainer links the node before it stores the fiber in it: loom
+# finds the completion's read of the slot unordered with its write.
 run 9-handoff-no-check-loom mutation-handoff-no-check caught "resumed exactly once" -- \
     "${loom[@]}" --features mutation-handoff-no-check --lib -- exec::threads::loom_handoff::
-run 10-handoff-relaxed-loom mutation-handoff-relaxed caught "Causality violation" -- \
-    "${loom[@]}" --features mutation-handoff-relaxed --lib -- exec::threads::loom_handoff::
+run 10-handoff-link-first-loom mutation-handoff-link-first caught "Causality violation" -- \
+    "${loom[@]}" --features mutation-handoff-link-first --lib -- exec::threads::loom_handoff::
 # (11) the sole holder's check (`Header::is_sole_holder`) reads the count
 # Relaxed: the producer's completion, finding itself the sole holder after
 # a consumer's drop but not the continuation that consumer linked before,

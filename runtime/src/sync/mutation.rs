@@ -52,17 +52,15 @@ pub(crate) const SLOT_NO_RECHECK: bool = cfg!(feature = "mutation-slot-no-rechec
 #[allow(dead_code)]
 pub(crate) const TLS_INLINE: bool = cfg!(feature = "mutation-tls-inline");
 
-/// (9) The drainer parks a switched-out task's fiber without checking
-/// whether the object completed meanwhile (a plain store instead of the
-/// compare-and-swap of `exec/threads/handoff.rs`): a completion that
-/// came while the task was switching out is lost, and the task is never
-/// resumed.
+/// (9) The thread a task switched out to takes a refused link of the
+/// task's node (the object completed since the task looked) for a link
+/// (`exec/threads/handoff.rs`): nobody resumes the task.
 pub(crate) const HANDOFF_NO_CHECK: bool = cfg!(feature = "mutation-handoff-no-check");
 
-/// (10) The hand-off's state changes are `Relaxed` instead of acquire and
-/// release: the thread that resumes a parked fiber may not see the
-/// drainer's write of it (loom reports the slot's accesses as unordered).
-pub(crate) const HANDOFF_RELAXED: bool = cfg!(feature = "mutation-handoff-relaxed");
+/// (10) That thread links the task's node before it stores the fiber in
+/// it: the completion may fire and read the slot before the write (loom
+/// reports the slot's accesses as unordered, or finds it empty).
+pub(crate) const HANDOFF_LINK_FIRST: bool = cfg!(feature = "mutation-handoff-link-first");
 
 /// (11) The sole holder's check (`object/header.rs`, `is_sole_holder`:
 /// the last drop's, and the producer's completion's, which then frees

@@ -9,14 +9,14 @@
 //!   waiter's [`Batch`]). The fiber runs the tasks it picks until it picks
 //!   none, then yields and waits to be resumed with the next. A task that
 //!   never blocks costs no switch at all.
-//! - A task that blocks registers a [`SwitchedOut`] node as a waiter of the
-//!   awaited object and suspends its fiber, yielding the node. The drainer,
-//!   back on its own stack, stores the fiber in the node and marks it
-//!   parked ([`SwitchedOut::park`]), then starts a fresh fiber.
-//! - The completion fires the node: if the fiber is parked, a task that
-//!   resumes it ([`resume_switched_out`]) is made ready like a continuation;
-//!   if the fiber is still switching out, the drainer parking it finds the
-//!   node fired and resumes the fiber at once instead (the hand-off).
+//! - A task that blocks suspends its fiber, yielding a [`SwitchedOut`]
+//!   node. The drainer, back on its own stack, stores the fiber in the node
+//!   and only then links the node as a waiter of the awaited object
+//!   ([`SwitchedOut::park`], the hand-off), then starts a fresh fiber; if
+//!   the object completed meanwhile, the link is refused and the drainer
+//!   resumes the fiber at once instead.
+//! - The completion fires the node: a task that resumes the parked fiber
+//!   ([`resume_switched_out`]) is made ready like a continuation.
 //! - The resumed task may finish on another thread. When it returns, its
 //!   fiber ends and the stack goes back to the pool of the thread that
 //!   resumed it.
@@ -215,55 +215,60 @@ fn current_raw() -> *const FiberContext {
 }
 
 /// A task switched out of its fiber until an object completes: a waiter
-/// node on the fiber's own stack (in [`switch_out_until`]'s frame).
+/// node on the fiber's own stack (in [`switch_out_until`]'s frame), linked
+/// to the object once the fiber is parked in it.
 #[repr(C)]
 pub(super) struct SwitchedOut {
     waiter: Waiter,
     /// The fiber, from its parking until the task resuming it takes it.
     handoff: Handoff<Fiber>,
     scheduler: SchedulerRef,
+    /// The awaited object, alive while the task awaits it (its caller
+    /// holds a reference).
+    completion: *const Completion,
 }
 
 // SAFETY: `#[repr(C)]`, the `Waiter` first.
 unsafe impl WaiterNode for SwitchedOut {}
 
 impl SwitchedOut {
-    /// The drainer's half of the hand-off: parks `fiber` in `node`, or, if
-    /// the object completed while the fiber was switching out, gives it
-    /// back to be resumed at once.
+    /// The drainer's half of the hand-off: parks `fiber` in `node` and
+    /// links the node to the awaited object, or, if the object completed
+    /// since its task looked, gives the fiber back to be resumed at once.
     ///
     /// # Safety
     /// `node` is the node `fiber` yielded, and `fiber` is suspended.
     unsafe fn park(node: *const SwitchedOut, fiber: Fiber) -> Result<(), Fiber> {
-        // SAFETY: the node lives on the suspended fiber's stack; this is
-        // the one parking side.
-        let parked = unsafe { (*node).handoff.park(fiber) };
+        // SAFETY: the node lives on the suspended fiber's stack until the
+        // fiber is resumed, which needs the node fired (linked), or this
+        // function's `Err`; this is the one parking side, and the node is
+        // not linked yet. The object lives while its task awaits it.
+        let parked = unsafe {
+            (*node).handoff.park(fiber, || (*(*node).completion).add_waiter(node.cast_mut().cast()).is_ok())
+        };
         if parked.is_err() {
-            // Fired while switching out: this drainer takes the task up
-            // again at once (the count `switching_out` raised ends here,
-            // as it does in `resume_switched_out` for a parked one).
+            // Completed while switching out: this drainer takes the task
+            // up again at once (the count `switching_out` raised ends
+            // here, as it does in `resume_switched_out` for a parked one).
             // SAFETY: the scheduler lives while its drainer runs.
             unsafe { (*node).scheduler.get() }.switched_in();
         }
         parked
     }
 
-    /// The completion's half: makes the parked fiber's task ready, or, if
-    /// its drainer has not parked it yet, leaves that to the drainer.
+    /// The completion's half: makes the parked fiber's task ready.
     ///
     /// # Safety
-    /// `node` is a `SwitchedOut` registered with the completing object.
+    /// `node` is a `SwitchedOut` linked to the completing object (so its
+    /// fiber is parked).
     unsafe fn fire(node: *mut Waiter, _outcome: Outcome) {
         let node = node.cast::<SwitchedOut>();
         // SAFETY: the node lives until its fiber is resumed, which needs
-        // `fire` below first; read before it.
+        // the task made ready below; read before it, not touched after.
         let scheduler = unsafe { (*node).scheduler };
-        // SAFETY: as above; the node is not touched after `fire`.
-        if unsafe { &(*node).handoff }.fire() {
-            let task = Task::new(node.cast(), Some(resume_switched_out), Origin::Resume, "resume");
-            // SAFETY: the scheduler lives while a task is switched out.
-            unsafe { scheduler.get() }.make_ready(task);
-        }
+        let task = Task::new(node.cast(), Some(resume_switched_out), Origin::Resume, "resume");
+        // SAFETY: the scheduler lives while a task is switched out.
+        unsafe { scheduler.get() }.make_ready(task);
     }
 }
 
@@ -273,8 +278,9 @@ impl SwitchedOut {
 /// `node` is a parked, fired `SwitchedOut`; called once.
 unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
     let node = node.cast::<SwitchedOut>().cast_const();
-    // SAFETY: parked and fired: the fiber is in the node (the swap in
-    // `fire` acquired it, the queue carried that here), and the node lives
+    // SAFETY: parked and fired: the fiber is in the node (the completion's
+    // swap acquired the link that followed its write, the queue carried
+    // that here), and the node lives
     // on the fiber's stack until the fiber runs again, below.
     let (fiber, scheduler) = unsafe { ((*node).handoff.take(), (*node).scheduler) };
     // SAFETY: the scheduler lives while a task is switched out; this
@@ -283,17 +289,19 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
     drive(fiber);
 }
 
-/// A blocking wait on a fiber: registers the task as `completion`'s waiter
-/// and switches out; returns on whichever thread resumed the task.
+/// A blocking wait on a fiber, for an object found pending: switches out,
+/// and the thread switched to links the task as `completion`'s waiter
+/// ([`SwitchedOut::park`]); returns on whichever thread resumed the task.
 pub(super) fn switch_out_until(context: &FiberContext, scheduler: &Scheduler, completion: &Completion) -> Outcome {
-    let node =
-        SwitchedOut { waiter: Waiter::new(SwitchedOut::fire), handoff: Handoff::new(), scheduler: scheduler.as_ref() };
-    let node_ptr = &node as *const SwitchedOut as *mut Waiter;
-    // SAFETY: the node outlives its time in the list: this function does
-    // not return before the node fired (the fiber is resumed only then).
-    if let Err(outcome) = unsafe { completion.add_waiter(node_ptr) } {
-        return outcome;
-    }
+    // The node outlives its time in the list: this function does not return
+    // before the node fired (the fiber is resumed only then), or was not
+    // linked.
+    let node = SwitchedOut {
+        waiter: Waiter::new(SwitchedOut::fire),
+        handoff: Handoff::new(),
+        scheduler: scheduler.as_ref(),
+        completion,
+    };
     let observed = observe::wait_started();
     let left = observe::switch_thread();
     scheduler.switching_out();
