@@ -84,12 +84,11 @@ run 4-idle-no-recheck-loom mutation-idle-no-recheck caught "deadlock" -- \
 run 5-deterministic-idle-no-recheck mutation-deterministic-idle-no-recheck caught "broke the hand-off" -- \
     "${normal[@]}" --features mutation-deterministic-idle-no-recheck --lib -- exec::deterministic::exhaustive::
 
-# (6) a spare start refused by the system raises the retry flag before
-# giving its permit back: loom finds the blocked thread's look that takes
-# the flag down while every permit is still taken, and the task that
-# would end the wait is stranded (issue 25).
-run 6-retry-before-permit-loom mutation-retry-before-permit caught "a task was stranded" -- \
-    "${loom[@]}" --features mutation-retry-before-permit --lib -- --exact \
+# (6) a blocked thread's periodic look at the queue starts nothing: loom
+# finds the task whose spare the system refused, and which would end the
+# wait, stranded (issue 25).
+run 6-blocked-no-look-loom mutation-blocked-no-look caught "a task was stranded" -- \
+    "${loom[@]}" --features mutation-blocked-no-look --lib -- --exact \
     exec::threads::loom_spares::a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread
 # (7) a drainer that stops looking for work does not look at the other
 # threads' next-task slots again after its decrement: loom finds the task

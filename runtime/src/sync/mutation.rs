@@ -30,12 +30,12 @@ pub(crate) const IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-idle-no-rechec
 /// issue 27's lost tasks).
 pub(crate) const DETERMINISTIC_IDLE_NO_RECHECK: bool = cfg!(feature = "mutation-deterministic-idle-no-recheck");
 
-/// (6) A spare start that the system refused raises the retry flag before
-/// giving its permit back, so a blocked thread's retry in between finds
-/// every permit taken and takes the flag down: nothing tries the start
-/// again, and the queued task that would end the wait is stranded (issue
-/// 25's refused `pthread_create`).
-pub(crate) const RETRY_BEFORE_PERMIT: bool = cfg!(feature = "mutation-retry-before-permit");
+/// (6) A thread blocked in a task (task stacks off) does not look at the
+/// queue when it wakes once a second (`Drainers::look_while_blocked`): a
+/// spare start that the system refused is never tried again, and the
+/// queued task that would end the wait is stranded (issue 25's refused
+/// `pthread_create`).
+pub(crate) const BLOCKED_NO_LOOK: bool = cfg!(feature = "mutation-blocked-no-look");
 
 /// (7) A drainer that stops looking for work (it found a task, or leaves)
 /// does not look at the other threads' next-task slots and deques again,

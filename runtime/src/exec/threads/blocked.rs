@@ -27,13 +27,13 @@ impl<'a> Blocked<'a> {
     }
 
     /// Called every [`super::STUCK_CHECK_INTERVAL`] while blocked: starts
-    /// again a spare that the system refused since, if tasks still wait
-    /// (`Scheduler::retry_refused_start`); and if every runtime thread is
+    /// a drainer if tasks wait and a permit is free (a spare the system
+    /// refused, `Scheduler::look_while_blocked`); and if every runtime thread is
     /// blocked, tasks wait in the queue and the cap kept a spare from
     /// starting, twice in a row, says so once on stderr.
     pub(crate) fn check_stuck(&mut self) {
         let s = self.scheduler;
-        s.retry_refused_start();
+        s.look_while_blocked();
         let snapshot = s.drainers.snapshot();
         // Read from the word, not kept in a flag: a flag set by the
         // thread whose start failed could be cleared afterwards by the

@@ -19,8 +19,6 @@
 //!   bits 48..62  blocked  runtime threads blocked in an Await* (<= jobs)
 //!   bit  62      watch    a sleeping pool thread holds the watch
 //!                         (`watch.rs`)
-//!   bit  63      refused  the system refused a spare since a blocked
-//!                         thread last looked (`Drainers::retry_refused`)
 //! ```
 //!
 //! A drainer is a job that a runtime thread runs: the drain loop. It holds
@@ -66,11 +64,9 @@ const JOB: u64 = JOBS.unit;
 const THREAD: u64 = THREADS.unit;
 const BLOCK: u64 = BLOCKED.unit;
 /// The watch is held (`watch.rs`): an outside thread's first task of a
-/// fill starts no drainer.
+/// fill starts no drainer. Above the blocked field (blocked <= threads <=
+/// the cap, `config::HARD_MAX_THREADS`, below 2^14).
 const WATCH: u64 = 1 << 62;
-/// The top bit, above the blocked field (blocked <= threads <= the cap,
-/// `config::HARD_MAX_THREADS`, below 2^14).
-const REFUSED: u64 = 1 << 63;
 
 /// The most lookers the word counts.
 const MAX_LOOKERS: usize = (1 << LOOKERS.bits) - 1;
@@ -79,7 +75,7 @@ const _: () = assert!(config::MAX_WORKERS < 1 << PERMITS.bits, "the permits fiel
 const _: () = assert!(PERMITS.unit == 1 && LOOKERS.unit == 1 << PERMITS.bits, "the lookers right above the permits");
 const _: () = assert!(config::HARD_MAX_THREADS < 1 << THREADS.bits, "the threads field holds the cap");
 const _: () = assert!(JOBS.bits == THREADS.bits && BLOCKED.bits == THREADS.bits, "jobs, blocked <= threads");
-const _: () = assert!(BLOCKED.unit << BLOCKED.bits == WATCH, "the fields end below the two flags");
+const _: () = assert!(BLOCKED.unit << BLOCKED.bits == WATCH, "the fields end below the watch flag");
 
 /// A copy of the word, with named fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,9 +236,10 @@ impl Drainers {
     }
 
     /// Called after a drainer left or blocked (and by a blocked thread's
-    /// retry of a refused spare start, [`Drainers::retry_refused`]; a failed
-    /// start itself does not call it), with the word its update returned: a task pushed meanwhile must not be
-    /// stranded, and idle waiters must hear of idleness.
+    /// periodic look, [`Drainers::look_while_blocked`]; a failed start
+    /// itself does not call it), with the word its update returned: a task
+    /// pushed meanwhile must not be stranded, and idle waiters must hear of
+    /// idleness.
     pub(super) fn after_leave(&self, after: Snapshot, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
         // The SeqCst update that returned `after` came first; see
         // `after_push` for the other side. The look at the outside
@@ -261,6 +258,18 @@ impl Drainers {
         } else {
             AfterLeave::Nothing
         }
+    }
+
+    /// A thread blocked in a task wakes once a second and looks at the
+    /// queue as a leaving drainer does (it counts as a drainer: never
+    /// idle). That tries again a spare start that the system refused
+    /// ([`Drainers::spawn_failed`]); any other time it finds nothing to
+    /// start (a push or a leave started one).
+    pub(super) fn look_while_blocked(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
+        if mutation::BLOCKED_NO_LOOK {
+            return AfterLeave::Nothing;
+        }
+        self.after_leave(self.snapshot(), queue_is_empty)
     }
 
     pub(super) fn start_if_permit_free(&self) -> Start {
@@ -301,50 +310,14 @@ impl Drainers {
         start
     }
 
-    /// Undoes a [`Start::Spawn`] whose thread was not started because the
-    /// pool closed.
+    /// Undoes a [`Start::Spawn`] whose thread was not started: the pool
+    /// closed, or the system refused it below the cap. A refused start is
+    /// tried again by the next blocked thread's periodic look
+    /// ([`Drainers::look_while_blocked`]): a blocked thread may never go on
+    /// before the task it waits for runs, so waiting for one, as at the
+    /// cap, could strand the queue for good.
     pub(super) fn spawn_failed(&self) -> Snapshot {
         self.update(|w| w - PERMIT - JOB - THREAD)
-    }
-
-    /// Undoes a [`Start::Spawn`] whose thread the system refused below the
-    /// cap, and leaves the start to be tried again by the next blocked
-    /// thread that wakes ([`Drainers::retry_refused`]): a blocked thread
-    /// may never go on before the task it waits for runs, so waiting for
-    /// one, as at the cap, could strand the queue for good.
-    pub(super) fn spawn_refused(&self) -> Snapshot {
-        if mutation::RETRY_BEFORE_PERMIT {
-            let _ = self.update(|w| w | REFUSED);
-            return self.spawn_failed();
-        }
-        // After the permit went back, in its own update: a retry that takes
-        // the flag down also sees the permit free (`retry_refused`). Raised
-        // before (mutation 6), a retry in between finds every permit
-        // taken, takes the flag down, and nothing tries again.
-        let _ = self.spawn_failed();
-        self.update(|w| w | REFUSED)
-    }
-
-    /// Called by a thread blocked in a task each time it wakes to look
-    /// around (every `STUCK_CHECK_INTERVAL`): if a spare start was refused
-    /// since, looks at the queue as a leaving drainer does, and says which
-    /// drainer to start. A start refused again raises the flag again.
-    pub(super) fn retry_refused(&self, queue_is_empty: impl Fn() -> bool) -> AfterLeave {
-        // A load first, so that the blocked threads' looks leave the word's
-        // line shared while nothing was refused; then the flag down in one
-        // update of the word (SeqCst: see `try_start`).
-        if self.word.load(Ordering::SeqCst) & REFUSED == 0 {
-            return AfterLeave::Nothing;
-        }
-        let mut took = false;
-        let _ = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-            took = w & REFUSED != 0;
-            took.then_some(w & !REFUSED)
-        });
-        if !took {
-            return AfterLeave::Nothing;
-        }
-        self.after_leave(self.snapshot(), queue_is_empty)
     }
 
     /// A drainer without a permit (its task blocked and went on) takes one
@@ -458,9 +431,9 @@ mod tests {
     }
 
     /// The largest cap (`config::HARD_MAX_THREADS`) fits: the blocked
-    /// field never reaches the retry flag's bit.
+    /// field never reaches the watch flag's bit.
     #[test]
-    fn the_largest_cap_fits_below_the_retry_flag() {
+    fn the_largest_cap_fits_below_the_watch_flag() {
         let cap = crate::exec::config::HARD_MAX_THREADS;
         let d = Drainers::new(1, cap, 1);
         assert_eq!(d.try_start(), Start::Wake);
@@ -472,18 +445,18 @@ mod tests {
         assert_eq!((s.threads(), s.blocked(), s.permits()), (cap, cap, 0));
         assert!(d.at_cap());
         assert_eq!(d.try_start(), Start::NotNeeded);
-        assert_eq!(d.retry_refused(|| false), AfterLeave::Nothing, "no retry flag");
+        assert!(!s.watch_held(), "the watch flag untouched");
     }
 
     #[test]
-    fn a_refused_spawn_gives_everything_back_and_is_retried_once() {
+    fn a_refused_spawn_gives_everything_back_and_a_blocked_threads_look_starts_it_again() {
         let d = Drainers::new(1, 4, 1);
         assert_eq!(d.try_start(), Start::Wake);
         let _ = d.block(true);
         assert_eq!(d.try_start(), Start::Spawn);
-        let s = d.spawn_refused();
+        let s = d.spawn_failed();
         assert_eq!((s.permits(), s.drainers(), s.threads(), s.blocked()), (0, 1, 1, 1));
-        assert_eq!(d.retry_refused(|| false), AfterLeave::Start(Start::Spawn));
-        assert_eq!(d.retry_refused(|| false), AfterLeave::Nothing, "the flag went down");
+        assert_eq!(d.look_while_blocked(|| false), AfterLeave::Start(Start::Spawn), "a task queued");
+        assert_eq!(d.look_while_blocked(|| false), AfterLeave::Nothing, "the permit is taken");
     }
 }

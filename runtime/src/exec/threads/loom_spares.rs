@@ -1,12 +1,12 @@
 //! loom models of spare threads against the drainers word: a spare start
-//! refused by the system (and retried by a blocked thread), and a push as
+//! refused by the system (and tried again by a blocked thread), and a push as
 //! the only spare leaves. A spare lives until the pool closes and takes any
 //! job owed (`spares.rs`), so a start needs a new thread only when every
 //! thread is in a job. The model's glue is the scheduler's own: a drainer
 //! drains the model's queue (a `SeqCst` counter, as in `loom_drainers.rs`'s
 //! models) and leaves; a refused start gives everything back
 //! (`Scheduler::start_drainer`), and a blocked thread's periodic look
-//! tries it again (`Scheduler::retry_refused_start`). Owing a job to a
+//! tries it again (`Scheduler::look_while_blocked`). Owing a job to a
 //! waiting thread (`pool_starts.rs`, under a lock) is played out by the
 //! model: a started spare, or the model's main thread for a woken one.
 
@@ -58,7 +58,7 @@ impl Model {
             // (std's flag: whether the system refuses is the model's
             // setting, not a race to explore.)
             Start::Spawn if self.refuse.swap(false, std::sync::atomic::Ordering::SeqCst) => {
-                let _ = self.drainers.spawn_refused();
+                let _ = self.drainers.spawn_failed();
                 return None;
             }
             Start::Spawn => {}
@@ -67,10 +67,10 @@ impl Model {
         Some(thread::spawn(move || m.drain_and_leave(true)))
     }
 
-    /// `Scheduler::retry_refused_start`: a blocked thread's periodic look
+    /// `Scheduler::look_while_blocked`: a blocked thread's periodic look
     /// (`Blocked::check_stuck`).
-    fn retry_refused(self: &Arc<Model>) -> Option<thread::JoinHandle<()>> {
-        match self.drainers.retry_refused(|| self.queued.load(Ordering::SeqCst) == 0) {
+    fn look_while_blocked(self: &Arc<Model>) -> Option<thread::JoinHandle<()>> {
+        match self.drainers.look_while_blocked(|| self.queued.load(Ordering::SeqCst) == 0) {
             AfterLeave::Start(start) => self.start(start),
             _ => None,
         }
@@ -168,10 +168,8 @@ fn a_spare_start_refused_by_the_system_gives_everything_back() {
 /// worker's wait, while that blocked thread wakes for its periodic look;
 /// it wakes once more later (its wait cannot end before the task runs).
 /// The start is tried again and the task runs, with the worker still
-/// blocked. With the retry flag raised before the permit goes back
-/// (mutation 6), loom finds the look that takes the flag down while every
-/// permit is still taken: the task is stranded, as every time before the
-/// retry existed (issue 25).
+/// blocked. Without the look (mutation 6) the task is stranded, as every
+/// time before the retry existed (issue 25).
 #[test]
 fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
     loom::model(|| {
@@ -185,9 +183,9 @@ fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
         // yield, loom ran this look only before the producer's push (one
         // execution, and mutation 6 went unseen).
         thread::yield_now();
-        let first = m.retry_refused();
+        let first = m.look_while_blocked();
         let pushed = producer.join().unwrap();
-        let second = m.retry_refused();
+        let second = m.look_while_blocked();
         for started in [first, pushed, second].into_iter().flatten() {
             started.join().unwrap();
         }

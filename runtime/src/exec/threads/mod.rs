@@ -523,9 +523,9 @@ impl Scheduler {
 
     /// Called by a thread blocked in a task each time it wakes to look
     /// around ([`Blocked::check_stuck`], every [`STUCK_CHECK_INTERVAL`]):
-    /// starts again a spare that the system refused, if tasks still wait
-    /// and a permit is free (`Drainers::retry_refused`).
-    fn retry_refused_start(&self) {
-        self.act_after_leave(self.drainers.retry_refused(|| self.queue.is_empty()));
+    /// starts a drainer if tasks wait and a permit is free
+    /// (`Drainers::look_while_blocked`).
+    fn look_while_blocked(&self) {
+        self.act_after_leave(self.drainers.look_while_blocked(|| self.queue.is_empty()));
     }
 }

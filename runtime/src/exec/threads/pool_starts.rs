@@ -224,20 +224,16 @@ impl Scheduler {
                 // are joined when the pool closes (`join_threads`).
                 match self.spares.start(move |slot| unsafe { this.get() }.run_pool_thread(Some(slot))) {
                     Ok(()) => observe::spare_thread_started(),
-                    Err(NotStarted::Closed) => {
-                        // The threads were joined (see below).
+                    // The threads were joined (see below); or, below the cap,
+                    // the system refused the thread: the blocked threads may
+                    // wait for the very tasks queued here, and the next one
+                    // to wake tries again (`look_while_blocked`). Trying
+                    // again now would only spin on the system's limit.
+                    Err(not_started) => {
                         let _ = self.drainers.spawn_failed();
-                        return;
-                    }
-                    Err(NotStarted::Refused(error)) => {
-                        // Below the cap, the system refused the thread. The
-                        // blocked threads may wait for the very tasks
-                        // queued here, so nobody might take the permit back:
-                        // the next blocked thread to wake tries again
-                        // (`retry_refused_start`). Trying again now would
-                        // only spin on the system's limit.
-                        let _ = self.drainers.spawn_refused();
-                        self.report_refusal(&error);
+                        if let NotStarted::Refused(error) = not_started {
+                            self.report_refusal(&error);
+                        }
                         return;
                     }
                 }
