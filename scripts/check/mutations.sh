@@ -150,6 +150,24 @@ run 17-watch-no-recheck-loom mutation-watch-no-recheck caught "was stranded" -- 
 # idleness: loom finds the waiter asleep for good.
 run 18-held-no-notify-loom mutation-held-no-notify caught "deadlock" -- \
     "${loom[@]}" --features mutation-held-no-notify --lib -- --exact exec::threads::loom_idle::the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness
+# (19) a push onto the shared queue loads the drainers word without the
+# fence after the push: loom finds the push and a leaving drainer missing
+# each other, and the task never runs.
+run 19-queue-push-no-fence-loom mutation-queue-push-no-fence caught "the task ran exactly once" -- \
+    "${loom[@]}" --features mutation-queue-push-no-fence --lib -- --exact exec::threads::loom_drainers::push_against_a_leaving_drainer
+# (20) a drainer start checks the free permit on a load, then adds in a
+# second step: loom finds a start and a reacquire both taking the last
+# permit.
+run 20-start-unchecked-loom mutation-start-unchecked caught "permits() <= 1" -- \
+    "${loom[@]}" --features mutation-start-unchecked --lib -- --exact exec::threads::loom_drainers::reacquire_against_a_push
+# (21) an entrant looks at the gate's closed bit before it counts itself:
+# loom finds a task queued behind the closer's back.
+run 21-gate-enter-unchecked-loom mutation-gate-enter-unchecked caught "queued behind the closer's back" -- \
+    "${loom[@]}" --features mutation-gate-enter-unchecked --lib -- --exact instance::loom_gate::close_against_enter
+# (22) the closer looks at the presences without its heavy fence: loom
+# finds a task queued behind its back through a presence.
+run 22-gate-close-no-fence-loom mutation-gate-close-no-fence caught "queued behind the closer's back" -- \
+    "${loom[@]}" --features mutation-gate-close-no-fence --lib -- --exact instance::loom_gate::close_against_enter_as
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -148,7 +148,16 @@ impl Gate {
         // SeqCst: in one total order with `close`'s `fetch_or`: either this
         // increment comes first, and the closer waits for our leave, or the
         // close comes first, and we see it here.
-        let prev = self.word.fetch_add(INSIDE, Ordering::SeqCst);
+        let prev = if mutation::GATE_ENTER_UNCHECKED {
+            // Mutation 21: the closed bit looked at before the increment.
+            let prev = self.word.load(Ordering::SeqCst);
+            if prev & CLOSED == 0 {
+                self.word.fetch_add(INSIDE, Ordering::SeqCst);
+            }
+            prev
+        } else {
+            self.word.fetch_add(INSIDE, Ordering::SeqCst)
+        };
         if prev & CLOSED != 0 {
             self.word.fetch_sub(INSIDE, Ordering::Relaxed);
             return None;
@@ -235,7 +244,9 @@ impl Gate {
         self.word.fetch_or(CLOSED, Ordering::SeqCst);
         // Heavy fence: the closed bit before the look at the presences,
         // against every entrant's light one (see `enter_as`).
-        asymmetric::heavy();
+        if !mutation::GATE_CLOSE_NO_FENCE {
+            asymmetric::heavy();
+        }
         let mut backoff = Backoff::new(CLOSE_SPINS, CLOSE_YIELDS);
         let mut nap = FIRST_NAP;
         // Acquire: pairs with the leavers' Release.

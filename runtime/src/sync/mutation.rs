@@ -118,3 +118,25 @@ pub(crate) const WATCH_NO_RECHECK: bool = cfg!(feature = "mutation-watch-no-rech
 /// `IdleSignal::release`): one that went to sleep before it sleeps on
 /// (the 100 ms safety net in production; a loom model has no timeout).
 pub(crate) const HELD_NO_NOTIFY: bool = cfg!(feature = "mutation-held-no-notify");
+
+/// (19) A push onto the shared queue loads the drainers word without the
+/// `SeqCst` fence after the push (`Drainers::after_push`, row 1 of the
+/// spec's fence table): the push and a leaving drainer's look may miss
+/// each other, and the task waits with no drainer.
+pub(crate) const QUEUE_PUSH_NO_FENCE: bool = cfg!(feature = "mutation-queue-push-no-fence");
+
+/// (20) A drainer start looks at the word, then adds its permit and job in
+/// a second step (`Drainers::try_start`, row 6): two starts, or a start
+/// and a reacquire, take the same last permit.
+pub(crate) const START_UNCHECKED: bool = cfg!(feature = "mutation-start-unchecked");
+
+/// (21) An entrant looks at the gate's closed bit, then counts itself in
+/// a second step (`instance/gate.rs`, `Gate::enter`, row 12): the closer
+/// may see nobody inside between the two, and a task is queued behind its
+/// back.
+pub(crate) const GATE_ENTER_UNCHECKED: bool = cfg!(feature = "mutation-gate-enter-unchecked");
+
+/// (22) The closer of a gate looks at the presences without its heavy
+/// fence after the closed bit (`Gate::close_and_wait_among`, row 14): the
+/// closer and an entrant through a presence may both miss each other.
+pub(crate) const GATE_CLOSE_NO_FENCE: bool = cfg!(feature = "mutation-gate-close-no-fence");

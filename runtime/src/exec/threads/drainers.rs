@@ -231,7 +231,9 @@ impl Drainers {
         // SeqCst fence: orders the push before the load of the word; a
         // leaving drainer orders its update before its look at the queue
         // (`after_leave`). One of the two sees the other.
-        fence(Ordering::SeqCst);
+        if !mutation::QUEUE_PUSH_NO_FENCE {
+            fence(Ordering::SeqCst);
+        }
         self.start_if_permit_free()
     }
 
@@ -283,6 +285,9 @@ impl Drainers {
     /// Takes a permit and a job for a new drainer if a permit is free: on a
     /// thread that is in no job, else on a new one if the cap allows.
     pub(super) fn try_start(&self) -> Start {
+        if mutation::START_UNCHECKED {
+            return self.try_start_unchecked();
+        }
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
         // two sees the other" arguments rely on one total order of the
@@ -307,6 +312,23 @@ impl Drainers {
             };
             Some(current + add)
         });
+        start
+    }
+
+    /// Mutation 20 ([`mutation::START_UNCHECKED`]): `try_start` decides
+    /// on a load of the word and then adds, outside one compare-and-swap.
+    fn try_start_unchecked(&self) -> Start {
+        let s = self.snapshot();
+        let (add, start) = if s.permits() as u64 >= self.workers {
+            return Start::NotNeeded;
+        } else if s.drainers() < s.threads() {
+            (PERMIT + JOB, Start::Wake)
+        } else if (s.threads() as u64) < self.max_threads {
+            (PERMIT + JOB + THREAD, Start::Spawn)
+        } else {
+            return Start::NotNeeded;
+        };
+        let _ = self.word.fetch_add(add, Ordering::SeqCst);
         start
     }
 
