@@ -168,6 +168,10 @@ run 21-gate-enter-unchecked-loom mutation-gate-enter-unchecked caught "queued be
 # finds a task queued behind its back through a presence.
 run 22-gate-close-no-fence-loom mutation-gate-close-no-fence caught "queued behind the closer's back" -- \
     "${loom[@]}" --features mutation-gate-close-no-fence --lib -- --exact instance::loom_gate::close_against_enter_as
+# (23) a task held out of the queue and the entries is not counted: loom
+# finds the scheduler looking idle with a task switched out.
+run 23-hold-uncounted-loom mutation-hold-uncounted caught "looked idle with a task switched out" -- \
+    "${loom[@]}" --features mutation-hold-uncounted --lib -- --exact exec::threads::loom_idle::a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -140,3 +140,9 @@ pub(crate) const GATE_ENTER_UNCHECKED: bool = cfg!(feature = "mutation-gate-ente
 /// fence after the closed bit (`Gate::close_and_wait_among`, row 14): the
 /// closer and an entrant through a presence may both miss each other.
 pub(crate) const GATE_CLOSE_NO_FENCE: bool = cfg!(feature = "mutation-gate-close-no-fence");
+
+/// (23) A task held out of the queue and the entries is not counted
+/// (`IdleSignal::hold` does nothing; row 11): a task that switches out is
+/// in no count once its drainer leaves, so the scheduler looks idle and
+/// the destroy hook would join the threads under it.
+pub(crate) const HOLD_UNCOUNTED: bool = cfg!(feature = "mutation-hold-uncounted");

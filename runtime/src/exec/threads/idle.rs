@@ -42,6 +42,9 @@ impl IdleSignal {
     /// A task is held out of the queue and the entries: before a switch
     /// out, before a take by a waiter without an entry.
     pub(super) fn hold(&self) {
+        if mutation::HOLD_UNCOUNTED {
+            return;
+        }
         // SeqCst, as `held`'s load in `is_idle`: a thread that sees the
         // holder's other traces gone sees the count raised.
         self.word.fetch_add(HELD, Ordering::SeqCst);

@@ -1,7 +1,9 @@
-//! loom model of the wait for idleness (`idle.rs`) against the last
-//! drainer leaving, on the real [`IdleSignal`] and [`Drainers`]. Run with
-//! the crate's other loom models (`make loom`); `make mutations` checks
-//! that it finds the deadlock without the waiter's re-check (mutation 4).
+//! loom models of idleness (`idle.rs`) on the real [`IdleSignal`] and
+//! [`Drainers`]: the wait for it against the last drainer leaving and the
+//! last held task let go, and the count of a task that switches out as its
+//! drainer leaves. Run with the crate's other loom models (`make loom`);
+//! `make mutations` checks that they fail without the waiter's re-check
+//! (mutation 4), the release's notification (18) and the hold's count (23).
 
 use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
@@ -71,5 +73,36 @@ fn the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness() {
         };
         assert!(idle.wait(None, || idle.held() == 0));
         holder.join().unwrap();
+    });
+}
+
+/// A task switches out (`Scheduler::switching_out` counts it held) and its
+/// drainer then leaves, while another thread looks for idleness in
+/// `Scheduler::is_idle`'s order: the drainers first, the held count after.
+/// A look that sees the drainer gone sees the task held (README.md beside
+/// this file, row 11), so the scheduler never looks idle with a task
+/// switched out. Without the count (mutation 23) loom finds the look that
+/// calls it idle. (The model does not catch the two reads the other way
+/// round: loom ran no schedule with the whole switch-out between them.)
+#[test]
+fn a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy() {
+    loom::model(|| {
+        let drainers = Arc::new(Drainers::new(1, 1, 1));
+        let idle = Arc::new(IdleSignal::new());
+        assert_eq!(drainers.try_start(), Start::Wake);
+        let drainer = {
+            let (drainers, idle) = (Arc::clone(&drainers), Arc::clone(&idle));
+            thread::spawn(move || {
+                // The task's `switching_out`, then its drainer's leave (it
+                // found no other task).
+                idle.hold();
+                let _ = drainers.leave(true, false);
+            })
+        };
+        // (A yield: without it loom ran the look only before the leave.)
+        thread::yield_now();
+        let looks_idle = drainers.snapshot().drainers() == 0 && idle.held() == 0;
+        drainer.join().unwrap();
+        assert!(!looks_idle, "the scheduler looked idle with a task switched out");
     });
 }
