@@ -151,9 +151,7 @@ impl Gate {
         let prev = if mutation::GATE_ENTER_UNCHECKED {
             // Mutation 21: the closed bit looked at before the increment.
             let prev = self.word.load(Ordering::SeqCst);
-            if prev & CLOSED == 0 {
-                self.word.fetch_add(INSIDE, Ordering::SeqCst);
-            }
+            self.word.fetch_add(INSIDE, Ordering::SeqCst);
             prev
         } else {
             self.word.fetch_add(INSIDE, Ordering::SeqCst)

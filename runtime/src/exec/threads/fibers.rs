@@ -280,8 +280,8 @@ unsafe extern "C" fn resume_switched_out(node: *mut c_void) {
     let node = node.cast::<SwitchedOut>().cast_const();
     // SAFETY: parked and fired: the fiber is in the node (the completion's
     // swap acquired the link that followed its write, the queue carried
-    // that here), and the node lives
-    // on the fiber's stack until the fiber runs again, below.
+    // that here), and the node lives on the fiber's stack until the fiber
+    // runs again, below.
     let (fiber, scheduler) = unsafe { ((*node).handoff.take(), (*node).scheduler) };
     // SAFETY: the scheduler lives while a task is switched out; this
     // drainer keeps it from being idle from here on.
