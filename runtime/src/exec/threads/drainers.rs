@@ -286,7 +286,10 @@ impl Drainers {
     /// thread that is in no job, else on a new one if the cap allows.
     pub(super) fn try_start(&self) -> Start {
         if mutation::START_UNCHECKED {
-            return self.try_start_unchecked();
+            // Mutation 20: decided on a load, then added in a second step.
+            let Some((add, start)) = self.start_from(self.snapshot()) else { return Start::NotNeeded };
+            let _ = self.word.fetch_add(add, Ordering::SeqCst);
+            return start;
         }
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
@@ -295,41 +298,28 @@ impl Drainers {
         let _ = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
             // (Set at every try: a compare-and-swap that failed may have
             // set it, and this one may decline.)
-            start = Start::NotNeeded;
-            let s = Snapshot(current);
-            let add;
-            (add, start) = if s.permits() as u64 >= self.workers {
-                return None;
-            } else if s.drainers() < s.threads() {
-                (PERMIT + JOB, Start::Wake)
-            } else if (s.threads() as u64) < self.max_threads {
-                (PERMIT + JOB + THREAD, Start::Spawn)
-            } else {
-                // At the cap every thread is in a job, and some are
-                // blocked: the queued tasks wait until one of them goes on
-                // and takes a permit back (its drain loop reacquires one).
-                return None;
-            };
-            Some(current + add)
+            let (add, decided) = self.start_from(Snapshot(current)).unzip();
+            start = decided.unwrap_or(Start::NotNeeded);
+            add.map(|add| current + add)
         });
         start
     }
 
-    /// Mutation 20 ([`mutation::START_UNCHECKED`]): `try_start` decides
-    /// on a load of the word and then adds, outside one compare-and-swap.
-    fn try_start_unchecked(&self) -> Start {
-        let s = self.snapshot();
-        let (add, start) = if s.permits() as u64 >= self.workers {
-            return Start::NotNeeded;
+    /// What a start adds to the word `s`, and which start it is; `None`
+    /// when no permit is free, or at the cap every thread is in a job (some
+    /// blocked: the queued tasks wait until one of them goes on and takes a
+    /// permit back, its drain loop reacquiring one).
+    #[inline(always)]
+    fn start_from(&self, s: Snapshot) -> Option<(u64, Start)> {
+        if s.permits() as u64 >= self.workers {
+            None
         } else if s.drainers() < s.threads() {
-            (PERMIT + JOB, Start::Wake)
+            Some((PERMIT + JOB, Start::Wake))
         } else if (s.threads() as u64) < self.max_threads {
-            (PERMIT + JOB + THREAD, Start::Spawn)
+            Some((PERMIT + JOB + THREAD, Start::Spawn))
         } else {
-            return Start::NotNeeded;
-        };
-        let _ = self.word.fetch_add(add, Ordering::SeqCst);
-        start
+            None
+        }
     }
 
     /// Undoes a [`Start::Spawn`] whose thread was not started: the pool
