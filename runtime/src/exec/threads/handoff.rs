@@ -43,20 +43,21 @@ impl<T> Handoff<T> {
     /// Called once, by the thread the task switched out to, before the node
     /// is linked; nobody reaches the hand-off but through the node.
     pub(super) unsafe fn park(&self, value: T, link: impl FnOnce() -> bool) -> Result<(), T> {
-        if mutation::HANDOFF_LINK_FIRST {
-            let linked = link();
-            // SAFETY: not in any build anyone uses: the completion may read
-            // the slot already (the race the mutation is for).
-            unsafe { self.put(value) };
-            if linked {
-                return Ok(());
-            }
-            // SAFETY: as below.
-            return Err(unsafe { self.take() });
+        // Mutation 10 stores after the link, where the completion may read
+        // the slot already (the race it is for); never in a build anyone
+        // uses.
+        let mut value = Some(value);
+        if !mutation::HANDOFF_LINK_FIRST {
+            // SAFETY: the node is not linked yet: nobody else reaches the
+            // slot.
+            unsafe { self.put(value.take()) };
         }
-        // SAFETY: the node is not linked yet: nobody else reaches the slot.
-        unsafe { self.put(value) };
-        if link() || mutation::HANDOFF_NO_CHECK {
+        let linked = link();
+        if mutation::HANDOFF_LINK_FIRST {
+            // SAFETY: see above (mutation 10 only).
+            unsafe { self.put(value.take()) };
+        }
+        if linked || mutation::HANDOFF_NO_CHECK {
             return Ok(());
         }
         // SAFETY: the link was refused: the node was never shared, and the
@@ -78,9 +79,9 @@ impl<T> Handoff<T> {
 
     /// # Safety
     /// No other access to the slot at the same time.
-    unsafe fn put(&self, value: T) {
+    unsafe fn put(&self, value: Option<T>) {
         // SAFETY: per the contract.
-        self.slot.with_mut(|slot| unsafe { *slot = Some(value) });
+        self.slot.with_mut(|slot| unsafe { *slot = value });
     }
 }
 
