@@ -172,6 +172,14 @@ run 22-gate-close-no-fence-loom mutation-gate-close-no-fence caught "queued behi
 # finds the scheduler looking idle with a task switched out.
 run 23-hold-uncounted-loom mutation-hold-uncounted caught "looked idle with a task switched out" -- \
     "${loom[@]}" --features mutation-hold-uncounted --lib -- --exact exec::threads::loom_idle::a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy
+# (24) a waiter raises its entry's running flag without the Release fence
+# after it: loom finds a look that reads the batch's take and the flag down.
+run 24-running-no-fence-loom mutation-running-no-fence caught "looked idle while a waiter ran a task" -- \
+    "${loom[@]}" --features mutation-running-no-fence --lib -- --exact exec::threads::loom_idle::a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy
+# (25) a waiter's count of the task it holds has no Release fence after it:
+# loom finds a look that reads the take and the count still at zero.
+run 25-hold-no-fence-loom mutation-hold-no-fence caught "looked idle while a waiter held a task" -- \
+    "${loom[@]}" --features mutation-hold-no-fence --lib -- --exact exec::threads::loom_idle::a_task_a_waiter_holds_before_it_takes_keeps_the_scheduler_busy
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -55,7 +55,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `std`'s atomics and locks in every build, for process-wide statics.
 pub(crate) mod process {
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
     pub(crate) use super::fork_safe::{ForkSafeGuard, ForkSafeLock};

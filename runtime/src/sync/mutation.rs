@@ -146,3 +146,15 @@ pub(crate) const GATE_CLOSE_NO_FENCE: bool = cfg!(feature = "mutation-gate-close
 /// in no count once its drainer leaves, so the scheduler looks idle and
 /// the destroy hook would join the threads under it.
 pub(crate) const HOLD_UNCOUNTED: bool = cfg!(feature = "mutation-hold-uncounted");
+
+/// (24) A waiter raises its entry's running flag without the Release fence
+/// after it (`deques.rs`, `Fills::begin_running`, row 10): a look for
+/// idleness that reads the batch's take of a task may read the flag still
+/// down, and the scheduler looks idle while the waiter runs the task.
+pub(crate) const RUNNING_NO_FENCE: bool = cfg!(feature = "mutation-running-no-fence");
+
+/// (25) The count of a task held by a waiter without the Release fence
+/// after it (`idle.rs`, `IdleSignal::hold`, row 10): a look for idleness
+/// that reads the waiter's `Relaxed` take of the task may read the count
+/// still at zero.
+pub(crate) const HOLD_NO_FENCE: bool = cfg!(feature = "mutation-hold-no-fence");

@@ -32,7 +32,11 @@ use crate::exec::threads::patience::{
 use crate::exec::threads::slot::Slot;
 use std::time::Instant;
 
-use crate::sync::process::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::mutation;
+use crate::sync::process::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+// The running flag and its fences are loom's in a model
+// (`loom_idle::a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy`).
+use crate::sync::{fence, AtomicBool as RunningFlag};
 use crate::sync::{lock, Mutex};
 
 pub(super) struct Deques {
@@ -74,7 +78,42 @@ pub(super) struct Fills {
     /// it took out of its entry, which keep the scheduler from being idle
     /// (`Scheduler::is_idle`), and thieves wait `OUTSIDE_PATIENCE_NS` for
     /// the ones left; otherwise `OUTSIDE_GRACE_NS`.
-    running: AtomicBool,
+    running: RunningFlag,
+}
+
+impl Fills {
+    pub(super) fn new() -> Fills {
+        Fills { count: AtomicU64::new(0), running: RunningFlag::new(false) }
+    }
+
+    /// The owner starts a batch (row 10 of README.md's table).
+    pub(super) fn begin_running(&self) {
+        // Relaxed, then a Release fence: a look that reads a later take
+        // of the batch (the slot's compare-and-swap, or the deque's
+        // store of its back: `Relaxed` both) and then `count_running`'s
+        // Acquire fence sees the flag up.
+        self.running.store(true, Ordering::Relaxed);
+        if !mutation::RUNNING_NO_FENCE {
+            fence(Ordering::Release);
+        }
+    }
+
+    /// The batch ends.
+    pub(super) fn end_running(&self) {
+        // Release: what the batch queued is visible to a look that sees
+        // the flag down (`count_running`'s Acquire).
+        self.running.store(false, Ordering::Release);
+    }
+
+    /// How many of `fills` run a batch; read after the look at their
+    /// entries' tasks.
+    pub(super) fn count_running(fills: &[Fills]) -> usize {
+        // Acquire fence: pairs with `begin_running`'s Release fence through
+        // the take that the caller's look at the entries read.
+        fence(Ordering::Acquire);
+        // Acquire: pairs with `end_running`'s Release.
+        fills.iter().filter(|fills| fills.running.load(Ordering::Acquire)).count()
+    }
 }
 
 /// Since when thieves see an outside thread's tasks: the fill they first
@@ -96,9 +135,7 @@ impl Deques {
             high: AtomicUsize::new(0),
             outside_stealers: (0..OUTSIDE_ENTRIES).map(|_| Mutex::new(None)).collect(),
             outside_slots: (0..OUTSIDE_ENTRIES).map(|_| Slot::new()).collect(),
-            outside_fills: (0..OUTSIDE_ENTRIES)
-                .map(|_| Fills { count: AtomicU64::new(0), running: AtomicBool::new(false) })
-                .collect(),
+            outside_fills: (0..OUTSIDE_ENTRIES).map(|_| Fills::new()).collect(),
             outside_seen: (0..OUTSIDE_ENTRIES).map(|_| Seen { fill: AtomicU64::new(0), at: AtomicU64::new(0) }).collect(),
             outside_held: (0..OUTSIDE_ENTRIES).map(|_| AtomicBool::new(false)).collect(),
             outside_high: AtomicUsize::new(0),
@@ -114,29 +151,17 @@ impl Deques {
     /// The owner of `entry` starts a batch of its own tasks: until it ends,
     /// the tasks it takes count as in flight (README.md, "Idle").
     pub(super) fn begin_outside_running(&self, entry: usize) {
-        // Relaxed, then a Release fence: a look that reads a later take
-        // (a read-modify-write) and then `outside_running`'s Acquire fence
-        // sees the flag up.
-        self.outside_fills[entry].running.store(true, Ordering::Relaxed);
-        fence(Ordering::Release);
+        self.outside_fills[entry].begin_running();
     }
 
     /// The batch ends (its tasks done, switched out, or queued again).
     pub(super) fn end_outside_running(&self, entry: usize) {
-        // Release: what the batch queued is visible to a look that sees
-        // the flag down (`outside_running`'s Acquire).
-        self.outside_fills[entry].running.store(false, Ordering::Release);
+        self.outside_fills[entry].end_running();
     }
 
     /// How many owners run a batch; read after [`Deques::any_outside_task`].
     pub(super) fn outside_running(&self) -> usize {
-        let outside = self.outside_high.load(Ordering::Relaxed);
-        // Acquire fence: pairs with `begin_outside_running`'s Release
-        // fence through the take that the caller's look at the entries
-        // read.
-        fence(Ordering::Acquire);
-        // Acquire: pairs with `end_outside_running`'s Release.
-        (0..outside).filter(|&entry| self.outside_fills[entry].running.load(Ordering::Acquire)).count()
+        Fills::count_running(&self.outside_fills[..self.outside_high.load(Ordering::Relaxed)])
     }
 
     /// The next-task slot of the outside thread holding `entry`.
@@ -348,7 +373,7 @@ impl Deques {
             // for work leaves them to those, which do not leave while they
             // wait (an extra drainer that took them would run them on a
             // third thread of two cores, and come back for more).
-            // Relaxed: a hint (see `set_outside_running`).
+            // Relaxed: a hint (see `Fills::begin_running`).
             let patience_ns = if self.outside_fills[entry].running.load(Ordering::Relaxed) {
                 OUTSIDE_PATIENCE_NS
             } else {

@@ -21,7 +21,7 @@ use crate::sync::asymmetric;
 use crate::sync::backoff::Backoff;
 use crate::sync::mutation;
 use crate::sync::signal;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 const HELD: u64 = 1;
 const WAITER: u64 = 1 << 44;
@@ -48,6 +48,14 @@ impl IdleSignal {
         // SeqCst, as `held`'s load in `is_idle`: a thread that sees the
         // holder's other traces gone sees the count raised.
         self.word.fetch_add(HELD, Ordering::SeqCst);
+        // Release fence: the holder's take that follows may be a `Relaxed`
+        // write (a slot's compare-and-swap); a look that reads it, then
+        // `is_idle`'s Acquire fence, sees the count (row 10 of README.md's
+        // table). The read-modify-write alone does not order that write
+        // for such a look (loom found it).
+        if !mutation::HOLD_NO_FENCE {
+            fence(Ordering::Release);
+        }
     }
 
     /// A held task is taken up again, or the waiter's batch ended: true

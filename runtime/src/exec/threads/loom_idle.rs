@@ -1,16 +1,23 @@
 //! loom models of idleness (`idle.rs`) on the real [`IdleSignal`] and
 //! [`Drainers`]: the wait for it against the last drainer leaving and the
-//! last held task let go, and the count of a task that switches out as its
-//! drainer leaves. Run with the crate's other loom models (`make loom`);
-//! `make mutations` checks that they fail without the waiter's re-check
-//! (mutation 4), the release's notification (18) and the hold's count (23).
+//! last held task let go, the count of a task that switches out as its
+//! drainer leaves, and a waiter's take of a task (on the real [`Fills`] and
+//! [`Slot`]). Run with the crate's other loom models (`make loom`); `make
+//! mutations` checks that they fail without the waiter's re-check
+//! (mutation 4), the release's notification (18), the hold's count (23),
+//! the running flag's fence (24) and the hold's fence (25).
 
-use loom::sync::atomic::AtomicUsize;
+use std::ffi::c_void;
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::sync::Arc;
 use loom::thread;
 
+use crate::base::task::{Origin, Task};
+use crate::exec::threads::deques::Fills;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::idle::IdleSignal;
+use crate::exec::threads::slot::Slot;
 use crate::sync::Ordering;
 
 /// A thread waits for idleness (the harness between two runs, the
@@ -82,8 +89,8 @@ fn the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness() {
 /// A look that sees the drainer gone sees the task held (README.md beside
 /// this file, row 11), so the scheduler never looks idle with a task
 /// switched out. Without the count (mutation 23) loom finds the look that
-/// calls it idle. (The model does not catch the two reads the other way
-/// round: loom ran no schedule with the whole switch-out between them.)
+/// calls it idle; it also finds it with the look's two reads the other
+/// way round.
 #[test]
 fn a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy() {
     loom::model(|| {
@@ -99,10 +106,89 @@ fn a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy() {
                 let _ = drainers.leave(true, false);
             })
         };
-        // (A yield: without it loom ran the look only before the leave.)
-        thread::yield_now();
-        let looks_idle = drainers.snapshot().drainers() == 0 && idle.held() == 0;
+        let looker = look_on_a_thread(move || drainers.snapshot().drainers() == 0 && idle.held() == 0);
         drainer.join().unwrap();
-        assert!(!looks_idle, "the scheduler looked idle with a task switched out");
+        assert!(!looker.join().unwrap(), "the scheduler looked idle with a task switched out");
+    });
+}
+
+/// A task ready in an outside entry's slot, for the models of a waiter's
+/// take below (never run).
+fn entry_task() -> (Arc<Slot>, Task) {
+    unsafe extern "C" fn never_resumed(_: *mut c_void) {
+        unreachable!("the models never run a task");
+    }
+    (Arc::new(Slot::new()), Task::new(std::ptr::null_mut(), Some(never_resumed), Origin::Execute, "loom model"))
+}
+
+/// Runs `look` on a thread of its own (on the model's main thread loom
+/// ran it only before the other thread's take) and returns what it found.
+fn look_on_a_thread(look: impl Fn() -> bool + Send + Sync + 'static) -> thread::JoinHandle<bool> {
+    thread::spawn(look)
+}
+
+/// A waiter with an entry takes its slot's task for its batch after it
+/// raised the entry's running flag (`Fills::begin_running`), while another
+/// thread looks for idleness in `is_idle`'s order: the entries' tasks
+/// (`Slot::is_full`, a `Relaxed` load of what the take, a `Relaxed`
+/// compare-and-swap, wrote), then the flags (`Fills::count_running`). A
+/// look that sees the task taken sees the flag up, or the batch over
+/// (README.md beside this file, row 10). Without the flag's Release fence
+/// (mutation 24) loom finds the look that calls the scheduler idle while
+/// the waiter holds the task.
+#[test]
+fn a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy() {
+    loom::model(|| {
+        let (slot, task) = entry_task();
+        let fills = Arc::new([Fills::new()]);
+        let ran = Arc::new(AtomicBool::new(false));
+        assert!(slot.put(task).is_none());
+        let waiter = {
+            let (slot, fills, ran) = (Arc::clone(&slot), Arc::clone(&fills), Arc::clone(&ran));
+            thread::spawn(move || {
+                fills[0].begin_running();
+                std::mem::forget(slot.take_own().expect("only the owner takes"));
+                ran.store(true, Ordering::Relaxed);
+                fills[0].end_running();
+            })
+        };
+        let looker = look_on_a_thread(move || {
+            // A look that read the flag down from the batch's end
+            // (Release, read with Acquire) sees the task run.
+            !slot.is_full() && Fills::count_running(&fills[..]) == 0 && !ran.load(Ordering::Relaxed)
+        });
+        waiter.join().unwrap();
+        assert!(!looker.join().unwrap(), "the scheduler looked idle while a waiter ran a task");
+    });
+}
+
+/// A waiter without an entry (or a thread that exits with tasks in its
+/// entry) counts the task it takes as held (`IdleSignal::hold`), then
+/// takes it (a `Relaxed` compare-and-swap, as the owner's take of a slot),
+/// while another thread looks for idleness in `is_idle`'s order: the
+/// slot, an Acquire fence (`Fills::count_running`'s), then `held`. A look
+/// that sees the task taken sees the count raised, or let go after the
+/// task ran (README.md beside this file, row 10).
+#[test]
+fn a_task_a_waiter_holds_before_it_takes_keeps_the_scheduler_busy() {
+    loom::model(|| {
+        let (slot, task) = entry_task();
+        let idle = Arc::new(IdleSignal::new());
+        let ran = Arc::new(AtomicBool::new(false));
+        assert!(slot.put(task).is_none());
+        let waiter = {
+            let (slot, idle, ran) = (Arc::clone(&slot), Arc::clone(&idle), Arc::clone(&ran));
+            thread::spawn(move || {
+                idle.hold();
+                std::mem::forget(slot.take_own().expect("only the owner takes"));
+                ran.store(true, Ordering::Relaxed);
+                let _ = idle.release();
+            })
+        };
+        let looker = look_on_a_thread(move || {
+            !slot.is_full() && Fills::count_running(&[]) == 0 && idle.held() == 0 && !ran.load(Ordering::Relaxed)
+        });
+        waiter.join().unwrap();
+        assert!(!looker.join().unwrap(), "the scheduler looked idle while a waiter held a task");
     });
 }
