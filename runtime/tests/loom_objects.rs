@@ -40,6 +40,14 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     });
 }
 
+/// Runs one side of a model's race on a thread of its own, as every racing
+/// side here: a side left on the model's main thread after it spawned the
+/// others ran, in loom's executions, only before their writes (see the
+/// crate's `sync::side`).
+fn side<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> thread::JoinHandle<T> {
+    thread::spawn(f)
+}
+
 fn live() -> (i64, i64, i64) {
     let RuntimeStats { live_tokens, live_values, live_groups, .. } = snapshot();
     (live_tokens, live_values, live_groups)
@@ -85,11 +93,12 @@ fn completion_against_blocking_await() {
         let token = P(mlirAsyncRuntimeCreateToken() as usize);
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeSetTokenError(token.token()) });
         // SAFETY: the consumer's reference.
-        unsafe {
+        let consumer = side(move || unsafe {
             mlirAsyncRuntimeAwaitToken(token.token());
             assert!(mlirAsyncRuntimeIsTokenError(token.token()));
             mlirAsyncRuntimeDropRef(token.obj(), 1);
-        }
+        });
+        consumer.join().unwrap();
         producer.join().unwrap();
     });
 }
@@ -106,11 +115,12 @@ fn value_completion_against_blocking_await_and_drop() {
             mlirAsyncRuntimeEmplaceValue(value.value());
         });
         // SAFETY: the consumer's reference.
-        unsafe {
+        let consumer = side(move || unsafe {
             mlirAsyncRuntimeAwaitValue(value.value());
             assert_eq!(mlirAsyncRuntimeGetValueStorage(value.value()).cast::<u64>().read(), 42);
             mlirAsyncRuntimeDropRef(value.obj(), 1);
-        }
+        });
+        consumer.join().unwrap();
         producer.join().unwrap();
     });
 }
@@ -123,9 +133,12 @@ fn completion_against_registering_a_continuation() {
     model(|| {
         let token = P(mlirAsyncRuntimeCreateToken() as usize);
         let (runs, handle) = counting_task();
+        let handle = P(handle as usize);
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
         // SAFETY: the consumer's reference, held until the continuation ran.
-        unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle, Some(count_resume)) };
+        let consumer =
+            side(move || unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle.obj(), Some(count_resume)) });
+        consumer.join().unwrap();
         producer.join().unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the continuation must run exactly once");
         // SAFETY: the consumer's reference.
@@ -151,7 +164,8 @@ fn continuation_by_a_holder_that_drops_against_the_sole_holders_completion() {
             mlirAsyncRuntimeDropRef(token.obj(), 1);
         });
         // SAFETY: the producer's reference, released by the emplace.
-        unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) };
+        let producer = side(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
+        producer.join().unwrap();
         consumer.join().unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the continuation must run exactly once");
     });
@@ -171,8 +185,11 @@ fn two_registrations_against_completion() {
         });
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
         let (runs_b, handle_b) = counting_task();
+        let handle_b = P(handle_b as usize);
         // SAFETY: the consumer's reference, held until both ran.
-        unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle_b, Some(count_resume)) };
+        let consumer =
+            side(move || unsafe { mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle_b.obj(), Some(count_resume)) });
+        consumer.join().unwrap();
         other.join().unwrap();
         producer.join().unwrap();
         assert_eq!(runs_a.load(Ordering::SeqCst), 1);
@@ -201,10 +218,11 @@ fn add_token_against_completion_against_group_await() {
         });
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeSetTokenError(token.token()) });
         // SAFETY: the awaiter's group reference.
-        unsafe {
+        let awaiter = side(move || unsafe {
             mlirAsyncRuntimeAwaitAllInGroup(group.group());
             assert!(mlirAsyncRuntimeIsGroupError(group.group()));
-        }
+        });
+        awaiter.join().unwrap();
         adder.join().unwrap();
         producer.join().unwrap();
         // SAFETY: the awaiter's group reference.
@@ -229,8 +247,12 @@ fn two_token_completions_against_group_continuation() {
         let ta = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(a.token()) });
         let tb = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(b.token()) });
         let (runs, handle) = counting_task();
+        let handle = P(handle as usize);
         // SAFETY: the test's group reference, held until the end.
-        unsafe { mlirAsyncRuntimeAwaitAllInGroupAndExecute(group.group(), handle, Some(count_resume)) };
+        let awaiter = side(move || unsafe {
+            mlirAsyncRuntimeAwaitAllInGroupAndExecute(group.group(), handle.obj(), Some(count_resume))
+        });
+        awaiter.join().unwrap();
         ta.join().unwrap();
         tb.join().unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -261,11 +283,13 @@ fn groups_and_a_continuation_against_completion_of_one_token() {
         });
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
         let (runs, handle) = counting_task();
+        let handle = P(handle as usize);
         // SAFETY: the test's references, held until the end.
-        unsafe {
+        let adder = side(move || unsafe {
             mlirAsyncRuntimeAddTokenToGroup(token.token(), first.group());
-            mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle, Some(count_resume));
-        }
+            mlirAsyncRuntimeAwaitTokenAndExecute(token.token(), handle.obj(), Some(count_resume));
+        });
+        adder.join().unwrap();
         other.join().unwrap();
         producer.join().unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the continuation must run exactly once");
@@ -290,7 +314,8 @@ fn last_drop_ref_against_completion_in_flight() {
         let token = P(mlirAsyncRuntimeCreateToken() as usize);
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(token.token()) });
         // SAFETY: the consumer's reference, its last use.
-        unsafe { mlirAsyncRuntimeDropRef(token.obj(), 1) };
+        let consumer = side(move || unsafe { mlirAsyncRuntimeDropRef(token.obj(), 1) });
+        consumer.join().unwrap();
         producer.join().unwrap();
     });
 }
@@ -307,7 +332,9 @@ fn continuation_drops_last_reference_during_completion() {
         }
         let producer = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceValue(value.value()) });
         // SAFETY: the reference passes to the continuation.
-        unsafe { mlirAsyncRuntimeAwaitValueAndExecute(value.value(), value.obj(), Some(drop_value)) };
+        let consumer =
+            side(move || unsafe { mlirAsyncRuntimeAwaitValueAndExecute(value.value(), value.obj(), Some(drop_value)) });
+        consumer.join().unwrap();
         producer.join().unwrap();
     });
 }
@@ -333,7 +360,8 @@ fn group_kept_alive_only_by_pending_tokens() {
         }
         let ta = thread::spawn(move || unsafe { mlirAsyncRuntimeEmplaceToken(a.token()) });
         // SAFETY: the producer's reference.
-        unsafe { mlirAsyncRuntimeSetTokenError(b.token()) };
+        let tb = side(move || unsafe { mlirAsyncRuntimeSetTokenError(b.token()) });
+        tb.join().unwrap();
         ta.join().unwrap();
     });
 }

@@ -11,6 +11,7 @@ use loom::thread;
 
 use crate::api::future_waiter::{poll_completion, LIVE_NODES};
 use crate::object::completion::{Completion, Outcome};
+use crate::sync::side;
 
 /// One model at a time: `LIVE_NODES` is process-wide.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -60,8 +61,15 @@ fn completion_against_first_registration() {
             let completion = Arc::clone(&completion);
             thread::spawn(move || completion.complete(Outcome::Available).unwrap())
         };
-        let mut registration = None;
-        let first = poll_completion(&completion, &mut registration, &waker);
+        let poller = {
+            let (completion, waker) = (Arc::clone(&completion), waker.clone());
+            side(move || {
+                let mut registration = None;
+                let first = poll_completion(&completion, &mut registration, &waker);
+                (first, registration)
+            })
+        };
+        let (first, mut registration) = poller.join().unwrap();
         completer.join().unwrap();
         match first {
             Poll::Ready(outcome) => {
@@ -92,7 +100,14 @@ fn repoll_with_another_waker_against_completion() {
             let completion = Arc::clone(&completion);
             thread::spawn(move || completion.complete(Outcome::Error).unwrap())
         };
-        let second = poll_completion(&completion, &mut registration, &second_waker);
+        let poller = {
+            let completion = Arc::clone(&completion);
+            side(move || {
+                let second = poll_completion(&completion, &mut registration, &second_waker);
+                (second, registration)
+            })
+        };
+        let (second, mut registration) = poller.join().unwrap();
         completer.join().unwrap();
         match second {
             Poll::Ready(outcome) => assert_eq!(outcome, Outcome::Error),
@@ -123,11 +138,19 @@ fn drop_of_a_pending_future_against_completion() {
             let completion = Arc::clone(&completion);
             thread::spawn(move || completion.complete(Outcome::Available).unwrap())
         };
-        // SAFETY: the completion is alive (the `Arc`).
-        unsafe {
-            heap.take().unwrap().release();
-            inline.take().unwrap().release();
-        }
+        let (heap, inline) = (heap.take().unwrap(), inline.take().unwrap());
+        let dropper = {
+            let completion = Arc::clone(&completion);
+            side(move || {
+                // SAFETY: the completion is alive (the `Arc`).
+                unsafe {
+                    heap.release();
+                    inline.release();
+                }
+                drop(completion);
+            })
+        };
+        dropper.join().unwrap();
         completer.join().unwrap();
     });
 }

@@ -6,7 +6,7 @@ use loom::sync::atomic::AtomicBool;
 use loom::sync::Arc;
 
 use crate::instance::gate::{Gate, Presence};
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 /// Destroy racing a spawner: the spawner's task is either queued while
 /// the closer waits for it (so the drain sees it), or refused (so it
@@ -24,9 +24,12 @@ fn close_against_enter() {
             }
             None => false,
         });
-        gate.close_and_wait();
-        // What the drain would see: the queue after the wait.
-        let seen = queued.load(Ordering::Relaxed);
+        let closer = side(move || {
+            gate.close_and_wait();
+            // What the drain would see: the queue after the wait.
+            queued.load(Ordering::Relaxed)
+        });
+        let seen = closer.join().unwrap();
         let entered = spawner.join().unwrap();
         assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");
     });
@@ -51,8 +54,11 @@ fn close_against_enter_as() {
             }
             None => false,
         });
-        gate.close_and_wait_among(|address| presence.names(address));
-        let seen = queued.load(Ordering::Relaxed);
+        let closer = side(move || {
+            gate.close_and_wait_among(|address| presence.names(address));
+            queued.load(Ordering::Relaxed)
+        });
+        let seen = closer.join().unwrap();
         let entered = spawner.join().unwrap();
         assert_eq!(seen, entered, "a task queued behind the closer's back, or refused and queued");
     });

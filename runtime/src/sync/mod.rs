@@ -264,3 +264,13 @@ pub(crate) mod cell {
         }
     }
 }
+
+/// Runs one side of a loom model's race on a thread of its own. A model
+/// runs every racing side this way and keeps its main thread for set-up,
+/// joins and checks: a side left on the main thread after it spawned the
+/// others ran, in loom's executions, only before their writes (a look
+/// that never saw them, and mutations that went unseen).
+#[cfg(all(test, loom))]
+pub(crate) fn side<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> loom::thread::JoinHandle<T> {
+    loom::thread::spawn(f)
+}

@@ -11,6 +11,7 @@ use loom::thread;
 
 use crate::base::task::{Origin, Task};
 use crate::exec::threads::pool_bindings::{index_of, PoolBindings};
+use crate::sync::side;
 
 unsafe extern "C" fn nothing(_: *mut c_void) {}
 
@@ -43,10 +44,11 @@ fn a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings() {
             let bindings = Arc::clone(&bindings);
             thread::spawn(move || bindings.bind(&task(handle_c), 0x30))
         };
-        assert!(
-            !bindings.produces(&task(handle_a), b),
-            "a waiter took task A for the token of task B: a torn read of their entry"
-        );
+        let waiter = {
+            let bindings = Arc::clone(&bindings);
+            side(move || bindings.produces(&task(handle_a), b))
+        };
+        assert!(!waiter.join().unwrap(), "a waiter took task A for the token of task B: a torn read of their entry");
         worker.join().unwrap();
         other.join().unwrap();
         // After both pushes the entry holds B's or C's binding, whole.

@@ -12,7 +12,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot, Start};
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 /// Everything settled: no permit, drainer or blocked thread is counted
 /// (the threads stay: a spare lives until the pool closes).
@@ -82,7 +82,11 @@ fn push_against_a_leaving_drainer() {
     loom::model(|| {
         let m = Model::with_one_drainer();
         let producer = Model::push_from_another_thread(&m);
-        let (mut ran, after) = m.drain_and_leave();
+        let leaver = {
+            let m = Arc::clone(&m);
+            side(move || m.drain_and_leave())
+        };
+        let (mut ran, after) = leaver.join().unwrap();
         let starts = starts(producer.join().unwrap(), after);
         assert!(starts.len() <= 1, "two drainers for one permit: {starts:?}");
         // The pool's thread, in no job now, takes it.
@@ -106,8 +110,14 @@ fn a_blocked_worker_is_replaced_by_a_spare() {
         let m = Model::with_one_drainer();
         let producer = Model::push_from_another_thread(&m);
         // The pool thread's task blocks (`Blocked::begin`).
-        let after = m.drainers.block(true);
-        let from_blocker = m.drainers.after_leave(after, || m.is_empty());
+        let blocker = {
+            let m = Arc::clone(&m);
+            side(move || {
+                let after = m.drainers.block(true);
+                m.drainers.after_leave(after, || m.is_empty())
+            })
+        };
+        let from_blocker = blocker.join().unwrap();
         let starts = starts(producer.join().unwrap(), from_blocker);
         assert_eq!(starts, vec![Start::Spawn], "exactly one spare takes the blocked thread's place");
         let spare = {
@@ -139,8 +149,14 @@ fn reacquire_against_a_push() {
         let after = m.drainers.block(true);
         assert_eq!(m.drainers.after_leave(after, || m.is_empty()), AfterLeave::Nothing);
         let producer = Model::push_from_another_thread(&m);
-        let _ = m.drainers.unblock();
-        let reacquired = m.drainers.try_reacquire();
+        let goes_on = {
+            let m = Arc::clone(&m);
+            side(move || {
+                let _ = m.drainers.unblock();
+                m.drainers.try_reacquire()
+            })
+        };
+        let reacquired = goes_on.join().unwrap();
         let started = producer.join().unwrap();
         assert!(m.drainers.snapshot().permits() <= 1);
         assert!(reacquired != (started != Start::NotNeeded), "exactly one takes the permit");

@@ -23,7 +23,7 @@ use loom::thread;
 
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::lookout::after_last_leave;
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 struct Model {
     drainers: Drainers,
@@ -128,7 +128,11 @@ fn a_task_queued_on_an_entry_as_the_last_drainer_leaves_is_taken() {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push_from_outside())
         };
-        let from_drainer = m.last_look_and_leave();
+        let drainer = {
+            let m = Arc::clone(&m);
+            side(move || m.last_look_and_leave())
+        };
+        let from_drainer = drainer.join().unwrap();
         let from_producer = producer.join().unwrap();
         m.assert_taken_once(&[from_drainer, from_producer], 1);
     });
@@ -154,7 +158,11 @@ fn a_drainer_over_the_cap_leaves_entry_tasks_to_the_lookers() {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push_from_outside())
         };
-        let from_looker = m.last_look_and_leave();
+        let looker = {
+            let m = Arc::clone(&m);
+            side(move || m.last_look_and_leave())
+        };
+        let from_looker = looker.join().unwrap();
         let from_over_cap = over_cap.join().unwrap();
         let from_producer = producer.join().unwrap();
         m.assert_taken_once(&[from_looker, from_over_cap, from_producer], 2);

@@ -14,7 +14,7 @@ use loom::thread;
 
 use super::handoff::Handoff;
 use crate::object::completion::{Completion, Outcome, Waiter, WaiterNode};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{side, AtomicUsize, Ordering};
 
 /// A switched-out task's node, as `fibers.rs`'s `SwitchedOut`: the fiber is
 /// a number; its fire function resumes it at once, or sends it to a third
@@ -82,7 +82,11 @@ fn a_task_switching_out_against_its_completion_is_resumed_once() {
             let completion = Arc::clone(&completion);
             thread::spawn(move || completion.complete(Outcome::Available).unwrap())
         };
-        let _ = park(&node, &completion);
+        let parker = {
+            let node = Arc::clone(&node);
+            side(move || park(&node, &completion))
+        };
+        let _ = parker.join().unwrap();
         completer.join().unwrap();
         assert_eq!(node.resumed.load(Ordering::SeqCst), 1, "the task must be resumed exactly once (0: lost)");
     });
@@ -117,9 +121,15 @@ fn the_parked_fiber_is_visible_to_the_thread_that_resumes_it() {
                 }
             })
         };
-        if park(&node, &completion) {
-            tx.send(false).unwrap();
-        }
+        let parker = {
+            let node = Arc::clone(&node);
+            side(move || {
+                if park(&node, &completion) {
+                    tx.send(false).unwrap();
+                }
+            })
+        };
+        parker.join().unwrap();
         completer.join().unwrap();
         resumer.join().unwrap();
         assert_eq!(resumed.load(Ordering::SeqCst), 1, "the task must be resumed exactly once (0: lost)");

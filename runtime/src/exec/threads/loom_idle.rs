@@ -18,7 +18,7 @@ use crate::exec::threads::deques::Fills;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::idle::IdleSignal;
 use crate::exec::threads::slot::Slot;
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 /// A thread waits for idleness (the harness between two runs, the
 /// destroy hook) while the only drainer, out of tasks, goes through its
@@ -48,8 +48,11 @@ fn the_last_drainer_leaving_wakes_the_thread_waiting_for_idleness() {
                 }
             })
         };
-        let is_idle = || drainers.snapshot().drainers() == 0 && queued.load(Ordering::SeqCst) == 0;
-        assert!(idle.wait(None, is_idle));
+        let waiter = side(move || {
+            let is_idle = || drainers.snapshot().drainers() == 0 && queued.load(Ordering::SeqCst) == 0;
+            idle.wait(None, is_idle)
+        });
+        assert!(waiter.join().unwrap());
         drainer.join().unwrap();
     });
 }
@@ -78,7 +81,8 @@ fn the_last_held_task_let_go_wakes_the_thread_waiting_for_idleness() {
                 }
             })
         };
-        assert!(idle.wait(None, || idle.held() == 0));
+        let waiter = side(move || idle.wait(None, || idle.held() == 0));
+        assert!(waiter.join().unwrap());
         holder.join().unwrap();
     });
 }
@@ -106,7 +110,7 @@ fn a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy() {
                 let _ = drainers.leave(true, false);
             })
         };
-        let looker = look_on_a_thread(move || drainers.snapshot().drainers() == 0 && idle.held() == 0);
+        let looker = side(move || drainers.snapshot().drainers() == 0 && idle.held() == 0);
         drainer.join().unwrap();
         assert!(!looker.join().unwrap(), "the scheduler looked idle with a task switched out");
     });
@@ -119,12 +123,6 @@ fn entry_task() -> (Arc<Slot>, Task) {
         unreachable!("the models never run a task");
     }
     (Arc::new(Slot::new()), Task::new(std::ptr::null_mut(), Some(never_resumed), Origin::Execute, "loom model"))
-}
-
-/// Runs `look` on a thread of its own (on the model's main thread loom
-/// ran it only before the other thread's take) and returns what it found.
-fn look_on_a_thread(look: impl Fn() -> bool + Send + Sync + 'static) -> thread::JoinHandle<bool> {
-    thread::spawn(look)
 }
 
 /// A waiter with an entry takes its slot's task for its batch after it
@@ -152,7 +150,7 @@ fn a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy() {
                 fills[0].end_running();
             })
         };
-        let looker = look_on_a_thread(move || {
+        let looker = side(move || {
             // A look that read the flag down from the batch's end
             // (Release, read with Acquire) sees the task run.
             !slot.is_full() && Fills::count_running(&fills[..]) == 0 && !ran.load(Ordering::Relaxed)
@@ -185,7 +183,7 @@ fn a_task_a_waiter_holds_before_it_takes_keeps_the_scheduler_busy() {
                 let _ = idle.release();
             })
         };
-        let looker = look_on_a_thread(move || {
+        let looker = side(move || {
             !slot.is_full() && Fills::count_running(&[]) == 0 && idle.held() == 0 && !ran.load(Ordering::Relaxed)
         });
         waiter.join().unwrap();

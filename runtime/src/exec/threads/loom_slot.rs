@@ -19,7 +19,7 @@ use loom::thread;
 use crate::base::task::{Origin, Task};
 use crate::exec::threads::drainers::{Drainers, Start};
 use crate::exec::threads::slot::Slot;
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 unsafe extern "C" fn never_resumed(_: *mut c_void) {
     unreachable!("the models never run a task");
@@ -90,12 +90,17 @@ fn a_task_put_in_a_slot_as_the_last_looking_drainer_leaves_is_taken() {
         };
         // The looking drainer's last look, then its leave
         // (`Scheduler::run_drainer`, `Scheduler::after_leave`).
-        let mut starts = Vec::new();
-        if !m.look() {
-            let _ = m.drainers.leave(true, true);
-            starts.push(m.drainers.after_looking(|| m.slot.is_full()));
-        }
-        starts.push(owner.join().unwrap());
+        let looker = {
+            let m = Arc::clone(&m);
+            side(move || {
+                if m.look() {
+                    return Start::NotNeeded;
+                }
+                let _ = m.drainers.leave(true, true);
+                m.drainers.after_looking(|| m.slot.is_full())
+            })
+        };
+        let starts = [looker.join().unwrap(), owner.join().unwrap()];
         // Every drainer started looks once.
         let started = starts.iter().filter(|s| **s != Start::NotNeeded).count();
         assert!(started <= 1, "two drainers for one free permit: {starts:?}");
@@ -122,16 +127,16 @@ fn the_owner_and_a_thief_take_a_slot_task_once() {
         };
         // The owner puts a second task: the first comes back unless the
         // thief has it, and the second comes back while the thief copies.
-        let mut owner = Vec::new();
-        let mut elsewhere = Vec::new();
-        if let Some(back) = slot.put(task(Origin::AfterToken)) {
-            elsewhere.push(back.origin());
-        }
-        if let Some(t) = slot.take_own() {
-            owner.push(t.origin());
-        }
+        let owner = {
+            let slot = Arc::clone(&slot);
+            side(move || {
+                let elsewhere = slot.put(task(Origin::AfterToken)).map(|back| back.origin());
+                let taken = slot.take_own().map(|t| t.origin());
+                elsewhere.into_iter().chain(taken).collect::<Vec<Origin>>()
+            })
+        };
         let stolen = thief.join().unwrap();
-        let mut all: Vec<Origin> = owner.into_iter().chain(elsewhere).chain(stolen).collect();
+        let mut all: Vec<Origin> = owner.join().unwrap().into_iter().chain(stolen).collect();
         // A second task left in the slot (the owner's take raced nothing).
         if let Some(t) = slot.take_own() {
             all.push(t.origin());

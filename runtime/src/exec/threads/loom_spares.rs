@@ -17,7 +17,7 @@ use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 struct Model {
     drainers: Drainers,
@@ -153,7 +153,11 @@ fn a_spare_start_refused_by_the_system_gives_everything_back() {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push())
         };
-        let mine = m.push();
+        let mine = {
+            let m = Arc::clone(&m);
+            side(move || m.push())
+        };
+        let mine = mine.join().unwrap();
         let theirs = producer.join().unwrap();
         for started in [mine, theirs].into_iter().flatten() {
             started.join().unwrap();
@@ -179,11 +183,12 @@ fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push())
         };
-        // The blocked thread wakes for its look at any time: without the
-        // yield, loom ran this look only before the producer's push (one
-        // execution, and mutation 6 went unseen).
-        thread::yield_now();
-        let first = m.look_while_blocked();
+        // The blocked thread wakes for its look at any time.
+        let blocked = {
+            let m = Arc::clone(&m);
+            side(move || m.look_while_blocked())
+        };
+        let first = blocked.join().unwrap();
         let pushed = producer.join().unwrap();
         let second = m.look_while_blocked();
         for started in [first, pushed, second].into_iter().flatten() {

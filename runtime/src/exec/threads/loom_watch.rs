@@ -18,7 +18,7 @@ use loom::thread;
 use crate::exec::threads::drainers::{Drainers, Start};
 use crate::exec::threads::watch::Watch;
 use crate::sync::mutation;
-use crate::sync::Ordering;
+use crate::sync::{side, Ordering};
 
 struct Model {
     drainers: Drainers,
@@ -76,7 +76,11 @@ fn a_task_queued_as_the_watcher_lets_go_gets_a_drainer() {
             let m = Arc::clone(&m);
             thread::spawn(move || m.push_from_outside())
         };
-        let from_watcher = m.let_go();
+        let watcher = {
+            let m = Arc::clone(&m);
+            side(move || m.let_go())
+        };
+        let from_watcher = watcher.join().unwrap();
         let from_producer = producer.join().unwrap();
         let started = [from_watcher, from_producer].iter().filter(|s| **s != Start::NotNeeded).count();
         assert_eq!(started, 1, "the task queued on the outside entry was stranded, or got two drainers");
