@@ -180,6 +180,10 @@ run 24-running-no-fence-loom mutation-running-no-fence caught "looked idle while
 # loom finds a look that reads the take and the count still at zero.
 run 25-hold-no-fence-loom mutation-hold-no-fence caught "looked idle while a waiter held a task" -- \
     "${loom[@]}" --features mutation-hold-no-fence --lib -- --exact exec::threads::loom_idle::a_task_a_waiter_holds_before_it_takes_keeps_the_scheduler_busy
+# (26) a drainer start decides wake or spawn on a load before its
+# compare-and-swap: loom finds a spare started beside an idle thread.
+run 26-start-kind-stale-loom mutation-start-kind-stale caught "a spare started beside a thread in no job" -- \
+    "${loom[@]}" --features mutation-start-kind-stale --lib -- --exact exec::threads::loom_spares::a_push_as_a_worker_leaves_wakes_its_thread_rather_than_a_spare
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -158,3 +158,9 @@ pub(crate) const RUNNING_NO_FENCE: bool = cfg!(feature = "mutation-running-no-fe
 /// that reads the waiter's `Relaxed` take of the task may read the count
 /// still at zero.
 pub(crate) const HOLD_NO_FENCE: bool = cfg!(feature = "mutation-hold-no-fence");
+
+/// (26) A drainer start decides between waking a thread and spawning one
+/// on a load, and its compare-and-swap checks only the free permit
+/// (`drainers.rs`, `Drainers::try_start`, row 17): a thread that left its
+/// job in between is not seen, and a spare is started beside it.
+pub(crate) const START_KIND_STALE: bool = cfg!(feature = "mutation-start-kind-stale");

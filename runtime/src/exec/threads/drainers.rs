@@ -291,6 +291,15 @@ impl Drainers {
             let _ = self.word.fetch_add(add, Ordering::SeqCst);
             return start;
         }
+        if mutation::START_KIND_STALE {
+            // Mutation 26: the kind (wake or spawn) decided on a load; the
+            // compare-and-swap checks the permits only.
+            let Some((add, start)) = self.start_from(self.snapshot()) else { return Start::NotNeeded };
+            let taken = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
+                ((Snapshot(current).permits() as u64) < self.workers).then_some(current + add)
+            });
+            return if taken.is_ok() { start } else { Start::NotNeeded };
+        }
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
         // two sees the other" arguments rely on one total order of the

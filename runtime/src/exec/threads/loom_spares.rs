@@ -1,6 +1,7 @@
 //! loom models of spare threads against the drainers word: a spare start
 //! refused by the system (and tried again by a blocked thread), and a push as
-//! the only spare leaves. A spare lives until the pool closes and takes any
+//! the only spare, or a worker, leaves (mutation 26: the kind of start
+//! decided before the compare-and-swap). A spare lives until the pool closes and takes any
 //! job owed (`spares.rs`), so a start needs a new thread only when every
 //! thread is in a job. The model's glue is the scheduler's own: a drainer
 //! drains the model's queue (a `SeqCst` counter, as in `loom_drainers.rs`'s
@@ -197,5 +198,38 @@ fn a_spare_start_refused_by_the_system_is_retried_by_a_blocked_thread() {
         assert_eq!(m.ran.load(Ordering::SeqCst), 1, "a task was stranded: it waits for a blocked thread that never goes on");
         m.unblock_and_finish();
         m.check(1);
+    });
+}
+
+/// Two workers, one blocked inside its task and one draining, and a push:
+/// the start it makes is a wake when a thread is in no job at its
+/// compare-and-swap, a spare only when every thread is in one (row 17).
+/// Here the draining worker leaves as the push starts: if the leave came
+/// first (it saw the two threads alone), the push wakes its thread. With
+/// the kind of start decided on a load before the compare-and-swap
+/// (mutation 26) loom finds a spare started beside the thread that left.
+#[test]
+fn a_push_as_a_worker_leaves_wakes_its_thread_rather_than_a_spare() {
+    loom::model(|| {
+        let drainers = Arc::new(Drainers::new(2, 3, 1));
+        assert_eq!(drainers.try_start(), Start::Wake);
+        assert_eq!(drainers.try_start(), Start::Wake);
+        // The first worker's task blocks, without a task stack.
+        let _ = drainers.block(true);
+        let producer = {
+            let drainers = Arc::clone(&drainers);
+            side(move || drainers.try_start())
+        };
+        let leaver = {
+            let drainers = Arc::clone(&drainers);
+            side(move || drainers.leave(true, false))
+        };
+        let started = producer.join().unwrap();
+        let after_leave = leaver.join().unwrap();
+        assert_ne!(started, Start::NotNeeded, "a permit was free");
+        assert!(
+            started == Start::Wake || after_leave.threads() == 3,
+            "a spare started beside a thread in no job"
+        );
     });
 }
