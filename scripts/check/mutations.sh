@@ -184,6 +184,10 @@ run 25-hold-no-fence-loom mutation-hold-no-fence caught "looked idle while a wai
 # compare-and-swap: loom finds a spare started beside an idle thread.
 run 26-start-kind-stale-loom mutation-start-kind-stale caught "a spare started beside a thread in no job" -- \
     "${loom[@]}" --features mutation-start-kind-stale --lib -- --exact exec::threads::loom_spares::a_push_as_a_worker_leaves_wakes_its_thread_rather_than_a_spare
+# (27) the slot's owner takes its task back with a load and a store: loom
+# finds the owner and a thief reading the same task.
+run 27-slot-take-unchecked-loom mutation-slot-take-unchecked caught "Causality violation" -- \
+    "${loom[@]}" --features mutation-slot-take-unchecked --lib -- --exact exec::threads::loom_slot::the_owner_and_a_thief_take_a_slot_task_once
 if [ $ASAN -eq 1 ]; then
     asan=(env RUSTFLAGS="-Zsanitizer=address --cfg mlir_async_asan" CARGO_TARGET_DIR=target/asan
           "$CARGO" +nightly test --release -p mlir_async_runtime --target x86_64-unknown-linux-gnu)

@@ -164,3 +164,9 @@ pub(crate) const HOLD_NO_FENCE: bool = cfg!(feature = "mutation-hold-no-fence");
 /// (`drainers.rs`, `Drainers::try_start`, row 17): a thread that left its
 /// job in between is not seen, and a spare is started beside it.
 pub(crate) const START_KIND_STALE: bool = cfg!(feature = "mutation-start-kind-stale");
+
+/// (27) The owner of a next-task slot takes its task back with a load and
+/// a store instead of the compare-and-swap (`slot.rs`, `Slot::take_from`):
+/// a thief that moved the task out between the two has it too, and the
+/// task runs twice.
+pub(crate) const SLOT_TAKE_UNCHECKED: bool = cfg!(feature = "mutation-slot-take-unchecked");

@@ -8,7 +8,8 @@
 //!
 //! `make loom` runs them; `scripts/check/mutations.sh` checks that the
 //! first one fails without the drainer's look at the slots after it stops
-//! looking (mutation 7).
+//! looking (mutation 7), and the second with the owner's take a load and a
+//! store (mutation 27).
 
 use std::ffi::c_void;
 

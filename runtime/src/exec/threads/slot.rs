@@ -27,6 +27,7 @@
 use std::mem::MaybeUninit;
 
 use crate::base::task::Task;
+use crate::sync::mutation;
 use crate::sync::{AtomicUsize, Ordering, UnsafeCell};
 
 const EMPTY: usize = 0;
@@ -127,9 +128,18 @@ impl Slot {
     #[inline(always)]
     fn take_from(&self, state: usize) -> Option<Task> {
         let empty = state & !TAG;
-        // Relaxed: the owner wrote the task; a failure means the slot is
-        // empty, or a thief moved it out of FULL and has the task.
-        self.state.compare_exchange(empty | FULL, empty, Ordering::Relaxed, Ordering::Relaxed).ok()?;
+        if mutation::SLOT_TAKE_UNCHECKED {
+            // Mutation 27: the owner empties the slot with a store, after
+            // a load that saw it full.
+            if self.state.load(Ordering::Relaxed) != empty | FULL {
+                return None;
+            }
+            self.state.store(empty, Ordering::Relaxed);
+        } else {
+            // Relaxed: the owner wrote the task; a failure means the slot
+            // is empty, or a thief moved it out of FULL and has the task.
+            self.state.compare_exchange(empty | FULL, empty, Ordering::Relaxed, Ordering::Relaxed).ok()?;
+        }
         // SAFETY: our compare-and-swap took the slot out of FULL: the
         // task is ours, and nobody else reads the cell.
         Some(self.task.with_mut(|cell| unsafe { (*cell).assume_init_read() }))
