@@ -89,9 +89,10 @@ impl Fills {
     /// The owner starts a batch (row 10 of README.md's table).
     pub(super) fn begin_running(&self) {
         // Relaxed, then a Release fence: a look that reads a later take
-        // of the batch (the slot's compare-and-swap, or the deque's
-        // store of its back: `Relaxed` both) and then `count_running`'s
-        // Acquire fence sees the flag up.
+        // of the batch (the slot's `Relaxed` compare-and-swap, a LIFO
+        // deque's `Relaxed` store of its back; a FIFO deque's `SeqCst`
+        // increment of its front needs no fence) and then
+        // `count_running`'s Acquire fence sees the flag up.
         self.running.store(true, Ordering::Relaxed);
         if !mutation::RUNNING_NO_FENCE {
             fence(Ordering::Release);
