@@ -285,20 +285,22 @@ impl Drainers {
     /// Takes a permit and a job for a new drainer if a permit is free: on a
     /// thread that is in no job, else on a new one if the cap allows.
     pub(super) fn try_start(&self) -> Start {
-        if mutation::START_UNCHECKED {
-            // Mutation 20: decided on a load, then added in a second step.
+        if mutation::START_UNCHECKED || mutation::START_KIND_STALE {
+            // Mutations 20 and 26: the start decided on a load, then added
+            // in a second step (20: unchecked; 26: a compare-and-swap that
+            // checks the permits only, not the kind of start).
             let Some((add, start)) = self.start_from(self.snapshot()) else { return Start::NotNeeded };
-            let _ = self.word.fetch_add(add, Ordering::SeqCst);
-            return start;
-        }
-        if mutation::START_KIND_STALE {
-            // Mutation 26: the kind (wake or spawn) decided on a load; the
-            // compare-and-swap checks the permits only.
-            let Some((add, start)) = self.start_from(self.snapshot()) else { return Start::NotNeeded };
-            let taken = self.word.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
-                ((Snapshot(current).permits() as u64) < self.workers).then_some(current + add)
-            });
-            return if taken.is_ok() { start } else { Start::NotNeeded };
+            let taken = if mutation::START_UNCHECKED {
+                let _ = self.word.fetch_add(add, Ordering::SeqCst);
+                true
+            } else {
+                self.word
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
+                        ((Snapshot(current).permits() as u64) < self.workers).then_some(current + add)
+                    })
+                    .is_ok()
+            };
+            return if taken { start } else { Start::NotNeeded };
         }
         let mut start = Start::NotNeeded;
         // SeqCst, as every access to the word: the protocol's "one of the
