@@ -7,16 +7,15 @@
 //! (mutation 4), the release's notification (18), the hold's count (23),
 //! the running flag's fence (24) and the hold's fence (25).
 
-use std::ffi::c_void;
-
 use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::base::task::{Origin, Task};
+use crate::base::task::Origin;
 use crate::exec::threads::deques::Fills;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Start};
 use crate::exec::threads::idle::IdleSignal;
+use crate::exec::threads::loom_slot::task;
 use crate::exec::threads::slot::Slot;
 use crate::sync::{side, Ordering};
 
@@ -116,15 +115,6 @@ fn a_task_switched_out_as_its_drainer_leaves_keeps_the_scheduler_busy() {
     });
 }
 
-/// A task ready in an outside entry's slot, for the models of a waiter's
-/// take below (never run).
-fn entry_task() -> (Arc<Slot>, Task) {
-    unsafe extern "C" fn never_resumed(_: *mut c_void) {
-        unreachable!("the models never run a task");
-    }
-    (Arc::new(Slot::new()), Task::new(std::ptr::null_mut(), Some(never_resumed), Origin::Execute, "loom model"))
-}
-
 /// A waiter with an entry takes its slot's task for its batch after it
 /// raised the entry's running flag (`Fills::begin_running`), while another
 /// thread looks for idleness in `is_idle`'s order: the entries' tasks
@@ -137,10 +127,10 @@ fn entry_task() -> (Arc<Slot>, Task) {
 #[test]
 fn a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy() {
     loom::model(|| {
-        let (slot, task) = entry_task();
+        let slot = Arc::new(Slot::new());
         let fills = Arc::new([Fills::new()]);
         let ran = Arc::new(AtomicBool::new(false));
-        assert!(slot.put(task).is_none());
+        assert!(slot.put(task(Origin::Execute)).is_none());
         let waiter = {
             let (slot, fills, ran) = (Arc::clone(&slot), Arc::clone(&fills), Arc::clone(&ran));
             thread::spawn(move || {
@@ -170,10 +160,10 @@ fn a_task_a_waiter_takes_for_its_batch_keeps_the_scheduler_busy() {
 #[test]
 fn a_task_a_waiter_holds_before_it_takes_keeps_the_scheduler_busy() {
     loom::model(|| {
-        let (slot, task) = entry_task();
+        let slot = Arc::new(Slot::new());
         let idle = Arc::new(IdleSignal::new());
         let ran = Arc::new(AtomicBool::new(false));
-        assert!(slot.put(task).is_none());
+        assert!(slot.put(task(Origin::Execute)).is_none());
         let waiter = {
             let (slot, idle, ran) = (Arc::clone(&slot), Arc::clone(&idle), Arc::clone(&ran));
             thread::spawn(move || {

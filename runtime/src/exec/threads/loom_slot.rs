@@ -26,8 +26,9 @@ unsafe extern "C" fn never_resumed(_: *mut c_void) {
     unreachable!("the models never run a task");
 }
 
-/// A task told apart from the others by its origin.
-fn task(origin: Origin) -> Task {
+/// A task told apart from the others by its origin (never run; the idle
+/// models' waiter takes one too).
+pub(super) fn task(origin: Origin) -> Task {
     Task::new(std::ptr::null_mut(), Some(never_resumed), origin, "loom model")
 }
 
