@@ -86,7 +86,7 @@ use std::time::Duration;
 
 use crossbeam_deque::{Injector, Worker};
 
-use crate::base::task::Task;
+use crate::base::task::{Origin, Task};
 use crate::exec::config::{platform_stack_size, Config, WaiterRuns};
 use crate::exec::threads::deques::Deques;
 use crate::exec::threads::drainers::{AfterLeave, Drainers, Snapshot};
@@ -420,7 +420,15 @@ impl Scheduler {
             fuzz::Detour::Usual => {}
         }
         if self.config.waiters_run == WaiterRuns::Producers {
-            let token = binding::pushed_to_pool(task.handle() as usize);
+            // Only an `Execute` binds a token; between a token's creation
+            // and its `Execute`, and between the `Execute` and its
+            // `AddTokenToGroup`, the lowering calls nothing that could
+            // fire a continuation, so a continuation's push leaves the
+            // thread's binder as it is (`binding.rs`).
+            let token = match task.origin() {
+                Origin::Execute => binding::pushed_to_pool(task.handle() as usize),
+                _ => 0,
+            };
             self.pool_bindings.bind(&task, token);
         }
         // SAFETY: this thread runs this scheduler's drain loop
