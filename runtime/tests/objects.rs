@@ -263,6 +263,26 @@ fn value_error_and_zero_sized_storage() {
 }
 
 #[test]
+fn value_storage_starts_zeroed_even_in_a_reused_block() {
+    // Values freed on this thread come back from its free lists with the
+    // old payload in them; every size class a payload can fall in, around
+    // the 16 bytes that one store zeroes.
+    for size in [1usize, 7, 8, 13, 16, 17, 24, 40, 100] {
+        for round in 0..3 {
+            let value = mlirAsyncRuntimeCreateValue(size as i64);
+            // SAFETY: live value with `size` bytes of storage.
+            unsafe {
+                let storage = mlirAsyncRuntimeGetValueStorage(value);
+                let bytes = std::slice::from_raw_parts(storage, size);
+                assert!(bytes.iter().all(|&b| b == 0), "a {size}-byte payload not zeroed (round {round}): {bytes:?}");
+                storage.write_bytes(0xff, size);
+                mlirAsyncRuntimeDropRef(value.cast(), 2);
+            }
+        }
+    }
+}
+
+#[test]
 fn value_continuation_sees_payload() {
     let value = mlirAsyncRuntimeCreateValue(8);
     let addr = value as usize;

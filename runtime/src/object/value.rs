@@ -52,9 +52,18 @@ impl Value {
         let Some(ptr) = NonNull::new(raw.cast::<Value>()) else {
             abort_misuse(call, &format!("cannot allocate {size} bytes of value storage"))
         };
-        // SAFETY: the payload lies inside the block; zeroed as the C++
-        // runtime's storage is.
-        unsafe { raw.add(offset).write_bytes(0, size) };
+        // SAFETY: the payload lies inside the block, which `layout` pads to
+        // `PAYLOAD_ALIGN` (16 bytes, so a payload of 1 to 16 bytes has 16);
+        // zeroed as the C++ runtime's storage is. Most payloads are one
+        // scalar: one store, not a call to `memset`.
+        unsafe {
+            let payload = raw.add(offset);
+            if size.wrapping_sub(1) < PAYLOAD_ALIGN {
+                payload.cast::<[u8; PAYLOAD_ALIGN]>().write([0; PAYLOAD_ALIGN]);
+            } else {
+                payload.write_bytes(0, size);
+            }
+        }
         // Every field is written below: this pattern stops compiling when
         // one is added.
         let _ = |v: &Value| {
