@@ -135,9 +135,10 @@ impl Binder {
         if token == 0 {
             return;
         }
+        // A token is its binding's first object (`created`).
         for slot in self.newest {
             let binding = &mut self.table[slot];
-            if binding.handle != 0 && binding.objects.contains(&token) {
+            if binding.handle != 0 && binding.objects[0] == token {
                 binding.group = group;
                 return;
             }
