@@ -213,8 +213,18 @@ impl Scheduler {
 
     /// Starts the drainer `start` took a permit and a job for: owes the
     /// job to the threads that wait for one, after starting a spare thread
-    /// first when every thread is in a job (`Start::Spawn`).
+    /// first when every thread is in a job (`Start::Spawn`). Inline, the
+    /// usual `Start::NotNeeded` of a push (fan-out: 12 instructions a task
+    /// for the call).
+    #[inline(always)]
     pub(super) fn start_drainer(&self, start: Start) {
+        if !matches!(start, Start::NotNeeded) {
+            self.start_needed_drainer(start);
+        }
+    }
+
+    #[inline(never)]
+    fn start_needed_drainer(&self, start: Start) {
         match start {
             Start::NotNeeded => return,
             Start::Wake => {}
