@@ -131,7 +131,6 @@ config.environment.pop('MLIR_ASYNC_RUNTIME_WORKERS', None)
 # blocks blocks its thread; make lit-no-stacks, issue 25's opt-out).
 if lit_config.params.get('task_stacks', '1') == '0':
     config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
-    config.available_features.add('no-task-stacks')
     lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')
 # --param waiters_run_tasks=0: a thread waiting in an Await* outside the
 # pool does not run queued tasks, every task runs on the pool (make
@@ -139,3 +138,7 @@ if lit_config.params.get('task_stacks', '1') == '0':
 if lit_config.params.get('waiters_run_tasks', '1') == '0':
     config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
     lit_config.note('waiters do not run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')
+# The features of the opt-outs just set (rules.env_features: one rule for
+# lit and the scripts that run the corpus).
+if kind == 'rust':
+    config.available_features.update(rules.env_features(config.environment))

@@ -13,7 +13,8 @@ Features of a run (features()): `<kind>-runtime` (rust, cxx or floor) and
 async-parallel-for is our patched one (lit --param fixed_lowering=1, make
 lowering-fixes-ci): the programs of its two bugs say `XFAIL: !fixed-lowering`.
 Two more, set by the runs that need them: `no-task-stacks` (lit --param
-task_stacks=0, make lit-no-stacks: MLIR_ASYNC_RUNTIME_TASK_STACKS=0), and
+task_stacks=0, make lit-no-stacks, or any run of our runtime whose
+environment has MLIR_ASYNC_RUNTIME_TASK_STACKS=0: env_features()), and
 `deterministic-schedule` when the runs are under a deterministic schedule
 (scripts/corpus/explore.py), which runs one task at a time, and no task on
 a stack of its own (a blocked task holds a thread): a program whose task
@@ -39,12 +40,23 @@ def runtime_kind(runtime, llvm_prefix):
     return 'cxx' if os.path.realpath(runtime).startswith(prefix + os.sep) else 'rust'
 
 
-def features(kind, mlir_number, fixed_lowering=False, deterministic=False):
+def features(kind, mlir_number, fixed_lowering=False, deterministic=False, env=None):
+    """The features of a run; `env`, the environment its programs run
+    with, adds those of the runtime's opt-outs set there (env_features)."""
     if kind not in KINDS:
         raise ValueError('runtime kind must be one of %s, not %r' % (', '.join(KINDS), kind))
     return ({kind + '-runtime', 'mlir-%d' % mlir_number}
             | ({'fixed-lowering'} if fixed_lowering else set())
-            | ({'deterministic-schedule'} if deterministic else set()))
+            | ({'deterministic-schedule'} if deterministic else set())
+            | (env_features(env) if kind == 'rust' and env is not None else set()))
+
+
+def env_features(env):
+    """The features of our runtime's opt-outs that `env` (a mapping)
+    sets: `no-task-stacks` for MLIR_ASYNC_RUNTIME_TASK_STACKS off, as the
+    runtime reads it (0, off or false, spaces around ignored)."""
+    stacks = (env.get('MLIR_ASYNC_RUNTIME_TASK_STACKS') or '').strip()
+    return {'no-task-stacks'} if stacks in ('0', 'off', 'false') else set()
 
 
 def _split(value):

@@ -82,7 +82,7 @@ def main(argv=None):
     try:
         rows = manifest.read(a.manifest)
         kind = a.kind or rules.runtime_kind(a.runtime, a.llvm_prefix)
-        feats = rules.features(kind, toolchain.mlir_version(a.llvm_prefix).number)
+        feats = rules.features(kind, toolchain.mlir_version(a.llvm_prefix).number, env=os.environ)
     except ValueError as e:
         print('run.py: %s' % e, file=sys.stderr)
         return 2

@@ -70,7 +70,7 @@ def skipped(prog, feats=None):
     run's features (default: our runtime on the toolchain's MLIR), and an
     expected failure is not stressed either."""
     if feats is None:
-        feats = rules.features('rust', toolchain.mlir_version().number)
+        feats = rules.features('rust', toolchain.mlir_version().number, env=os.environ)
     expected, why = rules.expectation(prog, feats)
     return None if expected == 'pass' else why
 
@@ -255,7 +255,7 @@ def main():
             return 2
     tools = toolchain.tools(args.llvm_prefix)
     kind = rules.runtime_kind(args.runtime, args.llvm_prefix)
-    feats = rules.features(kind, toolchain.mlir_version(args.llvm_prefix).number)
+    feats = rules.features(kind, toolchain.mlir_version(args.llvm_prefix).number, env=os.environ)
     progs = lower(args, os.path.join(args.out, 'corpus'))
     rows, skips = [], []
     started = time.monotonic()

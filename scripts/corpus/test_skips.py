@@ -23,8 +23,10 @@ import explore  # noqa: E402
 import stress  # noqa: E402
 
 # The features of the runs below are those of an MLIR 19 toolchain
-# (rust-runtime, mlir-19), whatever LLVM_PREFIX the caller has.
-_PREFIX = mock.patch.dict(os.environ, {'LLVM_PREFIX': '/any/prefix/llvm-19'})
+# (rust-runtime, mlir-19) with task stacks on, whatever LLVM_PREFIX and
+# opt-outs the caller has (make lit-no-stacks runs this with them off).
+_PREFIX = mock.patch.dict(os.environ, {'LLVM_PREFIX': '/any/prefix/llvm-19',
+                                       'MLIR_ASYNC_RUNTIME_TASK_STACKS': '1'})
 
 
 def setUpModule():
@@ -96,6 +98,13 @@ class StressSkips(unittest.TestCase):
         self.assertIsNone(stress.skipped(program('p', unsupported='cxx-runtime')))
         self.assertIsNotNone(stress.skipped(program('p', xfail='rust-runtime')))
         self.assertIsNone(stress.skipped(program('p', xfail='rust-runtime-old')))
+
+    def test_stress_with_task_stacks_off_skips_what_lit_no_stacks_skips(self):
+        needs_stacks = program('p', unsupported='no-task-stacks, deterministic-schedule')
+        self.assertIsNone(stress.skipped(needs_stacks))
+        for off in ('0', ' off', 'false'):
+            with mock.patch.dict(os.environ, {'MLIR_ASYNC_RUNTIME_TASK_STACKS': off}):
+                self.assertIsNotNone(stress.skipped(needs_stacks), off)
 
     def test_stress_picks_the_programs_lit_runs(self):
         self.assertEqual([p['name'] for p in PROGRAMS if stress.skipped(p) is None], RUN_ON_OURS)
