@@ -6,11 +6,12 @@
 #   make stress-ci      every corpus program a few hundred times (part of make test)
 #   make stress         10,000 in-process runs per program and fuzz mode + 200 processes
 #   make stress-opt-outs-ci the reduced stress run once with each opt-out in the environment (part of make test)
+#   make lifecycle-opt-outs-ci the lifecycle tests once with each opt-out in the environment (part of make test)
 #   make mutations      each re-injected historic bug is caught (part of make test)
 #   make mutations-full the same, plus AddressSanitizer on the use after free
 #   make sanitize       the runtime's tests under ASan and TSan (nightly)
 #   make churn          the lifecycle tests (fork, the thread cap, spare churn) scaled up CHURN_SCALE times
-#   make reliability-ci the four parts of make test, in order
+#   make reliability-ci the five parts of make test, in order
 
 NIGHTLY              ?= +nightly
 SAN_TARGET           ?= x86_64-unknown-linux-gnu
@@ -29,10 +30,10 @@ STRESS_MIN_RUNS       ?= 200
 STRESS_CI_MAX_SECONDS ?= 8
 STRESS_CI_MIN_RUNS    ?= 10
 STRESS_ARGS          ?=
-# The runtime's opt-outs (and its opt-in), one stress run with each in the
-# environment; rules.py skips what lit's run with it skips (a program that
-# needs task stacks, with them off).
-STRESS_OPT_OUTS      ?= MLIR_ASYNC_RUNTIME_TASK_STACKS=0 MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0 MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any
+# The runtime's opt-outs (and its opt-in): a stress run and a run of the
+# lifecycle tests with each in the environment; rules.py skips what lit's
+# run with it skips (a program that needs task stacks, with them off).
+OPT_OUTS             ?= MLIR_ASYNC_RUNTIME_TASK_STACKS=0 MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0 MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=any
 STRESS_OPT_OUTS_RUNS ?= 100
 STRESS_OPT_OUTS_PROCS ?= 2
 CHURN_SCALE          ?= 20
@@ -43,7 +44,7 @@ LOOM_CARGO = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CURDIR)/target/loom \
 # inspects the release cdylib with binutils).
 SAN_TESTS = --lib --test groups --test objects --test races --test teardown --test misuse --test lifecycle
 
-.PHONY: loom loom-ci stress stress-ci stress-opt-outs-ci mutations mutations-full sanitize sanitize-asan sanitize-tsan reliability-ci churn
+.PHONY: loom loom-ci stress stress-ci stress-opt-outs-ci lifecycle-opt-outs-ci mutations mutations-full sanitize sanitize-asan sanitize-tsan reliability-ci churn
 
 churn: toolchain ## the lifecycle tests (fork, thread cap, spare churn) scaled up CHURN_SCALE times (default 20)
 	MLIR_ASYNC_RUNTIME_TEST_SCALE=$(CHURN_SCALE) $(CARGO) test --release -p mlir_async_runtime --test lifecycle
@@ -66,13 +67,19 @@ stress-ci: build ## the reduced stress run (make test)
 	  --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	  --out $(CURDIR)/target/stress-ci $(STRESS_ARGS)
 
-stress-opt-outs-ci: build ## the reduced stress run once with each of STRESS_OPT_OUTS in the environment: task stacks off, waiters running nothing, waiters running any task (make test)
-	@set -e; for opt in $(STRESS_OPT_OUTS); do \
+stress-opt-outs-ci: build ## the reduced stress run once with each of OPT_OUTS in the environment: task stacks off, waiters running nothing, waiters running any task (make test)
+	@set -e; for opt in $(OPT_OUTS); do \
 	  echo "stress-opt-outs-ci: $$opt"; \
 	  env $$opt $(PYTHON) scripts/corpus/stress.py --runs $(STRESS_OPT_OUTS_RUNS) --procs $(STRESS_OPT_OUTS_PROCS) \
 	    --max-seconds $(STRESS_CI_MAX_SECONDS) --min-runs $(STRESS_CI_MIN_RUNS) \
 	    --runtime $(RUNTIME_SO) --harness $(HARNESS) --llvm-prefix $(LLVM_PREFIX) \
 	    --out $(CURDIR)/target/stress-ci-$$(echo $$opt | tr '=' '-') $(STRESS_ARGS); \
+	done
+
+lifecycle-opt-outs-ci: toolchain ## the lifecycle tests (fork, exit, destroy, the thread cap) once with each of OPT_OUTS in the environment (make test)
+	@set -e; for opt in $(OPT_OUTS); do \
+	  echo "lifecycle-opt-outs-ci: $$opt"; \
+	  env $$opt $(CARGO) test --release -p mlir_async_runtime --test lifecycle; \
 	done
 
 mutations: toolchain ## each re-injected historic bug is caught (make test)
@@ -103,4 +110,4 @@ sanitize-tsan: toolchain ## the runtime's tests under ThreadSanitizer (nightly)
 	  $(CARGO) $(NIGHTLY) test --release -p mlir_async_runtime --target $(SAN_TARGET) \
 	  --no-fail-fast $(SAN_TESTS)
 
-reliability-ci: loom-ci mutations stress-ci stress-opt-outs-ci ## loom-ci, mutations, stress-ci and stress-opt-outs-ci, in order (make test)
+reliability-ci: loom-ci mutations stress-ci stress-opt-outs-ci lifecycle-opt-outs-ci ## loom-ci, mutations, stress-ci, and stress and the lifecycle tests with each opt-out, in order (make test)
