@@ -35,14 +35,14 @@ fn a_look_that_overlaps_a_push_into_the_same_entry_never_joins_two_bindings() {
         let handle_c = (handle_b + 1..).find(|&h| index_of(h) == index_of(handle_a)).unwrap();
         // Two tokens' addresses (the bindings never dereference them).
         let (a, b) = (0x10, 0x20);
-        bindings.bind(&task(handle_a), a);
+        bindings.bind(handle_a, a);
         let worker = {
             let bindings = Arc::clone(&bindings);
-            thread::spawn(move || bindings.bind(&task(handle_b), b))
+            thread::spawn(move || bindings.bind(handle_b, b))
         };
         let other = {
             let bindings = Arc::clone(&bindings);
-            thread::spawn(move || bindings.bind(&task(handle_c), 0x30))
+            thread::spawn(move || bindings.bind(handle_c, 0x30))
         };
         let waiter = {
             let bindings = Arc::clone(&bindings);

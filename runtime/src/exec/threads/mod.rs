@@ -425,11 +425,12 @@ impl Scheduler {
             // `AddTokenToGroup`, the lowering calls nothing that could
             // fire a continuation, so a continuation's push leaves the
             // thread's binder as it is (`binding.rs`).
+            let handle = task.handle() as usize;
             let token = match task.origin() {
-                Origin::Execute => binding::pushed_to_pool(task.handle() as usize),
+                Origin::Execute => binding::pushed_to_pool(handle),
                 _ => 0,
             };
-            self.pool_bindings.bind(&task, token);
+            self.pool_bindings.bind(handle, token);
         }
         // SAFETY: this thread runs this scheduler's drain loop
         // (`is_current`), which registered its state, slot and deque first.

@@ -34,7 +34,7 @@
 //! entry holds either this push's binding, a later `add_group` of it, or
 //! another handle.
 
-use crate::base::task::{Origin, Task};
+use crate::base::task::Task;
 use crate::sync::mutation;
 use crate::sync::{fence, AtomicUsize, Ordering};
 
@@ -113,12 +113,12 @@ impl PoolBindings {
         PoolBindings { entries, newest_group: AtomicUsize::new(0) }
     }
 
-    /// A runtime thread pushes `task`, before the push publishes it: binds
-    /// `token` (the token this thread created since its last push, or zero)
-    /// to its handle when it is an `Execute`; unbinds the handle otherwise.
-    pub(super) fn bind(&self, task: &Task, token: usize) {
-        let handle = task.handle() as usize;
-        let token = if task.origin() == Origin::Execute { token } else { 0 };
+    /// A runtime thread pushes the task of `handle`, before the push
+    /// publishes it: binds `token` to the handle, or unbinds the handle
+    /// when `token` is zero. The pusher decides which: an `Execute` binds
+    /// the token the thread created since its last push, any other task
+    /// (a continuation) none.
+    pub(super) fn bind(&self, handle: usize, token: usize) {
         let entry = &self.entries[index_of(handle)];
         // Relaxed: only this push writes this handle now (its task is not
         // run yet, so no other live task has it); an entry that holds
@@ -210,7 +210,8 @@ impl PoolBindings {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-        use std::ffi::c_void;
+    use crate::base::task::Origin;
+    use std::ffi::c_void;
 
     unsafe extern "C" fn nothing(_: *mut c_void) {}
 
@@ -223,7 +224,7 @@ mod tests {
         let (token, group, other) = (0x10, 0x20, 0x30);
         let bindings = PoolBindings::new();
         let t = task(0x1000, Origin::Execute);
-        bindings.bind(&t, token);
+        bindings.bind(0x1000, token);
         assert!(bindings.produces(&t, token) && !bindings.produces(&t, group));
         bindings.add_group([0x2000, 0x1000], token, group);
         assert!(bindings.produces(&t, group) && !bindings.produces(&t, other));
@@ -234,16 +235,16 @@ mod tests {
         let token = 0x10;
         let bindings = PoolBindings::new();
         let t = task(0x1000, Origin::Execute);
-        bindings.bind(&t, token);
-        bindings.bind(&task(0x1000, Origin::AfterToken), token);
+        bindings.bind(0x1000, token);
+        bindings.bind(0x1000, 0);
         assert!(!bindings.produces(&t, token));
-        bindings.bind(&t, token);
+        bindings.bind(0x1000, token);
         let other = (0x1001..).find(|&h| index_of(h) == index_of(0x1000)).unwrap();
         // An unbound push of another handle leaves the entry alone.
-        bindings.bind(&task(other, Origin::Execute), 0);
+        bindings.bind(other, 0);
         assert!(bindings.produces(&t, token) && !bindings.produces(&task(other, Origin::Execute), token));
         // A bound one takes it.
-        bindings.bind(&task(other, Origin::Execute), 0x20);
+        bindings.bind(other, 0x20);
         assert!(!bindings.produces(&t, token) && bindings.produces(&task(other, Origin::Execute), 0x20));
     }
 
@@ -252,8 +253,8 @@ mod tests {
         let (a, b, group) = (0x10, 0x20, 0x30);
         let bindings = PoolBindings::new();
         let (ta, tb) = (task(0x1000, Origin::Execute), task(0x2000, Origin::Execute));
-        bindings.bind(&ta, a);
-        bindings.bind(&tb, b);
+        bindings.bind(0x1000, a);
+        bindings.bind(0x2000, b);
         bindings.add_group([0x2000, 0x1000], a, group);
         assert!(bindings.produces(&ta, group) && !bindings.produces(&tb, group));
     }
@@ -263,7 +264,7 @@ mod tests {
         let token = 0x10;
         let bindings = PoolBindings::new();
         let t = task(0x1000, Origin::Execute);
-        bindings.bind(&t, token);
+        bindings.bind(0x1000, token);
         let entry = &bindings.entries[index_of(0x1000)];
         let version = entry.lock().expect("stable");
         assert!(!bindings.produces(&t, token), "read while written");
