@@ -138,7 +138,6 @@ if lit_config.params.get('task_stacks', '1') == '0':
 if lit_config.params.get('waiters_run_tasks', '1') == '0':
     config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
     lit_config.note('waiters do not run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')
-# The features of the opt-outs just set (rules.env_features: one rule for
-# lit and the scripts that run the corpus).
-if kind == 'rust':
-    config.available_features.update(rules.env_features(config.environment))
+# With the features of the opt-outs just set (rules.features' env: one
+# rule for lit and the scripts that run the corpus).
+config.available_features.update(rules.features(kind, mlir.number, fixed_lowering, env=config.environment))
