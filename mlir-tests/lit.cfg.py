@@ -96,9 +96,23 @@ if not os.path.exists(runtime):
     lit_config.fatal('runtime library under test not found: %s '
                      '(build it, or pass --param runtime=PATH)' % runtime)
 fixed_lowering = lit_config.params.get('fixed_lowering') == '1'
+# --param task_stacks=0: every program with task stacks off (a task that
+# blocks blocks its thread; make lit-no-stacks, issue 25's opt-out).
+if lit_config.params.get('task_stacks', '1') == '0':
+    config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
+    lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')
+# --param waiters_run_tasks=0: a thread waiting in an Await* outside the
+# pool does not run queued tasks, every task runs on the pool (make
+# lit-no-waiters, the opt-out; by default waiters run tasks).
+if lit_config.params.get('waiters_run_tasks', '1') == '0':
+    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
+    lit_config.note('waiters do not run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')
 try:
     mlir = toolchain.mlir_version(llvm_prefix)
-    config.available_features.update(rules.features(kind, mlir.number, fixed_lowering))
+    # With the features of the opt-outs just set (rules.features' env: one
+    # rule for lit and the scripts that run the corpus).
+    config.available_features.update(
+        rules.features(kind, mlir.number, fixed_lowering, env=config.environment))
     subs = corpus.substitutions(llvm_prefix, runtime, mlir.number, fixed_lowering)
 except ValueError as e:
     lit_config.fatal(str(e))
@@ -127,17 +141,3 @@ except ImportError:
 
 # Never inherit a worker count from the caller: tests set it explicitly.
 config.environment.pop('MLIR_ASYNC_RUNTIME_WORKERS', None)
-# --param task_stacks=0: every program with task stacks off (a task that
-# blocks blocks its thread; make lit-no-stacks, issue 25's opt-out).
-if lit_config.params.get('task_stacks', '1') == '0':
-    config.environment['MLIR_ASYNC_RUNTIME_TASK_STACKS'] = '0'
-    lit_config.note('task stacks off (MLIR_ASYNC_RUNTIME_TASK_STACKS=0)')
-# --param waiters_run_tasks=0: a thread waiting in an Await* outside the
-# pool does not run queued tasks, every task runs on the pool (make
-# lit-no-waiters, the opt-out; by default waiters run tasks).
-if lit_config.params.get('waiters_run_tasks', '1') == '0':
-    config.environment['MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS'] = '0'
-    lit_config.note('waiters do not run tasks (MLIR_ASYNC_RUNTIME_WAITERS_RUN_TASKS=0)')
-# With the features of the opt-outs just set (rules.features' env: one
-# rule for lit and the scripts that run the corpus).
-config.available_features.update(rules.features(kind, mlir.number, fixed_lowering, env=config.environment))
